@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpin: pinned host memory whose sharing and reuse the kernel arbitrates.
+ *
+ * Conventions, for every function below:
+ *  - Functions returning int return 0 (or a count where said) on success
+ *    and a negative errno value on failure; they never set errno for you.
+ *  - Each handle (struct pin_dev, pin_region, pin_view, pin_cuda) keeps a
+ *    description in words of its last failure: pin_*_error(). It stays
+ *    valid until the next call on the same handle.
+ *  - Distinct handles may be used from distinct threads at once; one handle
+ *    must not be used from two threads at once. libpin has no global state.
+ *  - Every object a function hands out has one owner: the caller, who ends
+ *    it with the matching close/free call.
+ *
+ * Two backends serve the same API:
+ *  - PIN_BACKEND_DEVICE: /dev/pinmem (pinmem.ko). The kernel counts every
+ *    mapping and arbitrates seal/donate.
+ *  - PIN_BACKEND_PORTABLE: memfd (MFD_HUGETLB when the pool has pages, else
+ *    MADV_HUGEPAGE) with mlock. Seal is F_SEAL_WRITE; donate, publish,
+ *    reopen and holders answer -EOPNOTSUPP: there is no kernel-arbitrated
+ *    donation without the module.
+ */
+#ifndef PIN_H
+#define PIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Device ------------------------------------------------------------ */
+
+struct pin_dev;
+
+#define PIN_BACKEND_AUTO	0	/* the device when present, else portable */
+#define PIN_BACKEND_DEVICE	1	/* /dev/pinmem or fail */
+#define PIN_BACKEND_PORTABLE	2	/* memfd, even when the device exists */
+
+/*
+ * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem can be
+ * opened. The environment variable PIN_BACKEND=device|portable overrides
+ * AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no device),
+ * -EPROTO (module ABI too old or too new for this library), -ENOMEM,
+ * -EINVAL (unknown backend).
+ * On failure *devp is NULL and nothing is left open.
+ */
+int pin_open(struct pin_dev **devp, int backend);
+void pin_close(struct pin_dev *dev);
+int pin_dev_backend(const struct pin_dev *dev);	/* PIN_BACKEND_DEVICE/_PORTABLE */
+const char *pin_backend_name(int backend);		/* "device", "portable" */
+const char *pin_dev_error(const struct pin_dev *dev);
+
+struct pin_dev_info {
+	int backend;
+	uint32_t abi_version;		/* 0 on the portable backend */
+	uint32_t abi_min_compat;
+	uint64_t chunk_size;		/* 2 MiB */
+	uint64_t max_total_bytes;	/* 0: no module limit */
+	uint64_t max_region_bytes;	/* 0: no module limit */
+	uint64_t total_bytes;		/* device-wide; 0 on portable */
+	uint64_t nr_regions;
+	uint64_t nr_mappings;
+	uint64_t nr_view_fds;
+};
+
+int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *info);
+
+/* ---- Regions ----------------------------------------------------------- */
+
+struct pin_region;
+
+#define PIN_ALLOC_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
+
+#define PIN_STATE_OPEN		1
+#define PIN_STATE_SEALED	2
+#define PIN_STATE_DONATED	3
+
+const char *pin_state_name(int state);	/* "open", "sealed", "donated" */
+
+struct pin_region_info {
+	uint64_t id;
+	uint64_t size;
+	int state;			/* PIN_STATE_* */
+	int donate_pending;		/* a donate is waiting for views to drain */
+	unsigned chunk_order;		/* 9 */
+	unsigned min_order;		/* < chunk_order only after a fallback */
+	uint64_t nr_chunks;
+	uint64_t nr_fallback_chunks;
+	uint64_t owner_mappings;
+	uint64_t view_mappings;
+	uint64_t writable_view_mappings;
+	uint64_t view_fds;
+	uid_t owner_uid;
+	pid_t owner_pid;
+};
+
+/*
+ * Allocate a zeroed, pinned region of at least size bytes (rounded up to a
+ * page). Errors: -EINVAL (size 0 or over the per-region limit, flags),
+ * -ENOSPC (device-wide limit), -ENOMEM (RLIMIT_MEMLOCK, cgroup, no huge
+ * pages without PIN_ALLOC_FALLBACK), -EINTR.
+ */
+int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+	      struct pin_region **rp);
+
+/*
+ * Take a region fd (from another process, say). The handle owns a
+ * duplicate of fd; the caller keeps fd. -EBADF/-EINVAL if fd is not a region
+ * of this backend.
+ */
+int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp);
+
+/*
+ * End the handle: unmap its owner mapping, close its fd. Views and view
+ * mappings made from it stay valid (the kernel keeps the pages). -EBUSY,
+ * and nothing is freed, while its owner mapping is registered with CUDA.
+ */
+int pin_region_free(struct pin_region *r);
+
+int pin_region_fd(const struct pin_region *r);		/* owned by the handle */
+uint64_t pin_region_size(const struct pin_region *r);
+uint64_t pin_region_id(const struct pin_region *r);
+const char *pin_region_error(const struct pin_region *r);
+
+/*
+ * The owner mapping: the whole region, read-write, made on first call and
+ * kept by the handle (later calls return the same address).
+ */
+int pin_region_map(struct pin_region *r, void **addrp);
+/* Unmap the owner mapping; -EBUSY while registered with CUDA. */
+int pin_region_unmap(struct pin_region *r);
+
+int pin_region_info(struct pin_region *r, struct pin_region_info *info);
+
+/*
+ * State changes (see DESIGN.md). On -EBUSY the region's error text names
+ * the holders: pid, command, address range and protection.
+ *  pin_seal:    -EBUSY while a writable view mapping exists; -EPERM if
+ *               donated.
+ *  pin_donate:  -EBUSY while a view mapping exists (timeout_ms 0: no wait);
+ *               with timeout_ms > 0 waits, then -ETIMEDOUT; -EINTR on a
+ *               signal; timeout_ms < 0 waits without limit.
+ *  pin_publish: donated -> sealed, else -EPERM.
+ *  pin_reopen:  donated -> open, else -EPERM.
+ * On the portable backend donate/publish/reopen return -EOPNOTSUPP.
+ */
+int pin_seal(struct pin_region *r);
+int pin_donate(struct pin_region *r, int timeout_ms);
+int pin_publish(struct pin_region *r);
+int pin_reopen(struct pin_region *r);
+
+#define PIN_HOLDER_OWNER	1
+#define PIN_HOLDER_VIEW		2
+
+struct pin_holder {
+	pid_t pid;
+	int kind;		/* PIN_HOLDER_* */
+	uint64_t start;		/* address in that process */
+	uint64_t length;
+	uint64_t offset;	/* into the region */
+	int prot;		/* PROT_* */
+	int maywrite;		/* counts as a writable mapping */
+	char comm[16];
+};
+
+/*
+ * Every mapping of the region. Fills up to cap records; returns the number
+ * of mappings that exist (which may exceed cap). -EOPNOTSUPP on portable.
+ */
+int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
+
+/* Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- +0x0". */
+int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
+
+/* ---- Views ------------------------------------------------------------- */
+
+struct pin_view;
+
+#define PIN_VIEW_WRITE	(1U << 0)	/* read-write; the region must be open */
+
+/*
+ * A view fd over [offset, offset + length) of the region; page multiples,
+ * length > 0. Read-only unless PIN_VIEW_WRITE. Errors: -EINVAL (range,
+ * flags), -EPERM (PIN_VIEW_WRITE and the region is not open).
+ */
+int pin_view_create(struct pin_region *r, uint64_t offset, uint64_t length,
+		    unsigned flags, struct pin_view **vp);
+/* Take a view fd; the handle owns a duplicate, the caller keeps fd. */
+int pin_view_import(struct pin_dev *dev, int fd, struct pin_view **vp);
+/* Close the view fd. Mappings made from it stay valid until unmapped. */
+void pin_view_close(struct pin_view *v);
+
+int pin_view_fd(const struct pin_view *v);
+uint64_t pin_view_length(const struct pin_view *v);
+uint64_t pin_view_offset(const struct pin_view *v);	/* into the region */
+int pin_view_writable(const struct pin_view *v);
+const char *pin_view_error(const struct pin_view *v);
+
+/*
+ * Make a new view mapping of the whole view; prot is PROT_READ or
+ * PROT_READ|PROT_WRITE. Each call is its own mapping, counted by the
+ * kernel until pin_view_unmap (or munmap, or exit).
+ * Errors: -EBUSY (donated, or a donate waits), -EPERM (write, not open),
+ * -EACCES (write through a read-only view).
+ */
+int pin_view_map(struct pin_view *v, int prot, void **addrp);
+/* Unmap a mapping made by pin_view_map; -EBUSY while CUDA-registered. */
+int pin_view_unmap(struct pin_view *v, void *addr);
+
+/* ---- Passing fds between processes (SCM_RIGHTS over a Unix socket) ----- */
+
+int pin_send_fd(int sock, int fd);
+/* Receives one fd (O_CLOEXEC) into *fdp. -ECONNRESET on end of stream. */
+int pin_recv_fd(int sock, int *fdp);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIN_H */

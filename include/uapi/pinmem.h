@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * pinmem: kernel-arbitrated pinned host memory.
+ *
+ * The ABI between pinmem.ko and user space (libpin). Every struct is
+ * fixed-size, built of __u64/__u32 fields with explicit padding; every
+ * reserved field and every unknown flag bit must be zero (else EINVAL).
+ * Ioctl numbers foreign to the fd they are issued on fail with ENOTTY.
+ *
+ * Three kinds of fd:
+ *  - device fd:  open("/dev/pinmem"). VERSION, DEV_INFO, ALLOC, LIST,
+ *                HOLDERS (by region id).
+ *  - region fd:  from ALLOC (anonymous inode, O_RDWR|O_CLOEXEC). mmap of it is
+ *                an owner mapping. INFO, VIEW, HOLDERS, SEAL, DONATE,
+ *                PUBLISH, REOPEN.
+ *  - view fd:    from VIEW (anonymous inode, O_CLOEXEC; O_RDONLY unless
+ *                PINMEM_VIEW_WRITE). mmap of it is a view mapping, file
+ *                offset 0 being the view's first byte. VIEW_INFO, INFO,
+ *                HOLDERS.
+ *
+ * mmap rules (region and view fds alike):
+ *  - MAP_SHARED only; MAP_PRIVATE fails with EINVAL.
+ *  - file offset + length must lie within the region (view): else EINVAL.
+ *  - a view mapping while the region is DONATED, or while a DONATE waits,
+ *    fails with EBUSY.
+ *  - a PROT_WRITE view mapping of a read-write view fd while the region is
+ *    not OPEN fails with EPERM (of a read-only view fd: EACCES, from the
+ *    kernel's own check). Mappings that cannot write now can never be
+ *    mprotect()ed to write (EACCES).
+ *  - mappings cannot grow (mremap: EFAULT); moving and duplicating them
+ *    (mremap with old_len 0) is counted like any other mapping.
+ *  - pages are inserted as ordinary struct pages, so GUP (O_DIRECT,
+ *    process_vm_readv, cuMemHostRegister) works on every mapping.
+ */
+#ifndef _UAPI_PINMEM_H
+#define _UAPI_PINMEM_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define PINMEM_DEVICE_PATH	"/dev/pinmem"
+
+/* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
+#define PINMEM_ABI_VERSION	1
+#define PINMEM_ABI_MIN_COMPAT	1
+
+/* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
+#define PINMEM_CHUNK_ORDER	9
+#define PINMEM_CHUNK_SIZE	(1ULL << 21)
+
+#define PINMEM_IOC_MAGIC	0xB8
+
+/* Region states (struct pinmem_region_info.state). */
+#define PINMEM_STATE_OPEN	1	/* views may be read-only or read-write */
+#define PINMEM_STATE_SEALED	2	/* views are read-only */
+#define PINMEM_STATE_DONATED	3	/* no view mappings at all */
+
+/* PINMEM_IOC_VERSION (device, region and view fds). */
+struct pinmem_version {
+	__u32 abi_version;	/* out: PINMEM_ABI_VERSION of the module */
+	__u32 abi_min_compat;	/* out: oldest library ABI it serves */
+	__u64 chunk_size;	/* out: PINMEM_CHUNK_SIZE */
+};
+
+/* PINMEM_IOC_DEV_INFO (device fd): limits and totals. */
+struct pinmem_dev_info {
+	__u64 max_total_bytes;	/* module parameter; 0 = no module limit */
+	__u64 max_region_bytes;	/* module parameter */
+	__u64 total_bytes;	/* bytes of pages held by all regions */
+	__u64 nr_regions;	/* live regions */
+	__u64 nr_mappings;	/* live owner + view mappings */
+	__u64 nr_view_fds;	/* live view files */
+	__u64 reserved[2];	/* out: zero */
+};
+
+/* PINMEM_IOC_ALLOC flags */
+/* Allow chunks smaller than 2 MiB when order-9 pages cannot be had. */
+#define PINMEM_ALLOC_FALLBACK	(1U << 0)
+#define PINMEM_ALLOC_FLAGS	PINMEM_ALLOC_FALLBACK
+
+/*
+ * PINMEM_IOC_ALLOC (device fd). size is rounded up to a whole page; the
+ * pages come in 2 MiB chunks (the last one may be partly unused, and is
+ * charged whole). Errors: EINVAL (size 0, size > max_region_bytes, flags,
+ * reserved), ENOSPC (module's max_total_bytes would be exceeded), ENOMEM
+ * (RLIMIT_MEMLOCK, memory cgroup, or no order-9 pages without FALLBACK),
+ * EINTR (fatal signal while allocating).
+ */
+struct pinmem_alloc {
+	__u64 size;		/* in */
+	__u32 flags;		/* in: PINMEM_ALLOC_* */
+	__s32 fd;		/* out: region fd */
+	__u64 region_id;	/* out: system-wide id, never reused */
+	__u64 reserved;		/* in: zero */
+};
+
+/* PINMEM_IOC_INFO (region or view fd), and the records of PINMEM_IOC_LIST. */
+struct pinmem_region_info {
+	__u64 region_id;
+	__u64 size;			/* bytes, page multiple */
+	__u32 state;			/* PINMEM_STATE_* */
+	__u32 flags;			/* PINMEM_INFO_* */
+	__u32 chunk_order;		/* PINMEM_CHUNK_ORDER */
+	__u32 min_order;		/* smallest order used (== chunk_order without fallback) */
+	__u64 nr_chunks;		/* order-9 chunks */
+	__u64 nr_fallback_chunks;	/* chunks of a smaller order */
+	__u64 owner_mappings;
+	__u64 view_mappings;
+	__u64 writable_view_mappings;	/* view mappings that may write (VM_MAYWRITE) */
+	__u64 view_fds;			/* live view files of this region */
+	__u32 owner_uid;		/* user charged for the pages */
+	__u32 owner_tgid;		/* process that allocated it */
+	__u64 reserved[2];		/* out: zero */
+};
+
+#define PINMEM_INFO_DONATE_PENDING	(1U << 0)	/* a DONATE is waiting */
+
+/* PINMEM_IOC_VIEW flags */
+#define PINMEM_VIEW_WRITE	(1U << 0)	/* read-write view fd (region must be OPEN) */
+#define PINMEM_VIEW_FLAGS	PINMEM_VIEW_WRITE
+
+/*
+ * PINMEM_IOC_VIEW (region fd). offset and length must be page multiples,
+ * length non-zero, offset + length within the region (else EINVAL).
+ * A read-write view when the region is not OPEN: EPERM.
+ */
+struct pinmem_view {
+	__u64 offset;		/* in: bytes into the region */
+	__u64 length;		/* in: bytes */
+	__u32 flags;		/* in: PINMEM_VIEW_* */
+	__s32 fd;		/* out: view fd */
+	__u64 reserved;		/* in: zero */
+};
+
+/* PINMEM_IOC_VIEW_INFO (view fd). */
+struct pinmem_view_info {
+	__u64 region_id;
+	__u64 offset;
+	__u64 length;
+	__u32 flags;		/* PINMEM_VIEW_* it was created with */
+	__u32 pad;
+	__u64 reserved[2];	/* out: zero */
+};
+
+/* Holder kinds */
+#define PINMEM_HOLDER_OWNER	1
+#define PINMEM_HOLDER_VIEW	2
+
+/* Holder flags */
+#define PINMEM_HOLDER_MAYWRITE	(1U << 0)	/* counts as a writable mapping */
+
+/* One mapping of a region. prot is PROT_READ|PROT_WRITE|PROT_EXEC bits. */
+struct pinmem_holder {
+	__u32 tgid;		/* in the caller's pid namespace; 0 if not visible */
+	__u32 kind;		/* PINMEM_HOLDER_* */
+	__u64 start;		/* user address of the mapping */
+	__u64 length;		/* bytes */
+	__u64 offset;		/* bytes into the region of its first page */
+	__u32 prot;
+	__u32 flags;		/* PINMEM_HOLDER_* */
+	char comm[16];		/* NUL-terminated */
+};
+
+/*
+ * PINMEM_IOC_HOLDERS (device fd with region_id; region or view fd with
+ * region_id 0). Fills up to capacity records at holders_ptr and sets count
+ * to the number of mappings that exist; count > capacity means the list was
+ * cut short. On the device fd the caller must own the region (same uid) or
+ * have CAP_SYS_ADMIN, else ENOENT as for an unknown id.
+ */
+struct pinmem_holders {
+	__u64 region_id;	/* in */
+	__u64 holders_ptr;	/* in: struct pinmem_holder[capacity] */
+	__u32 capacity;		/* in */
+	__u32 count;		/* out */
+	__u64 reserved;		/* in: zero */
+};
+
+/*
+ * PINMEM_IOC_LIST (device fd): the regions the caller may see (its own uid,
+ * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule.
+ */
+struct pinmem_list {
+	__u64 regions_ptr;	/* in: struct pinmem_region_info[capacity] */
+	__u32 capacity;		/* in */
+	__u32 count;		/* out */
+	__u64 reserved;		/* in: zero */
+};
+
+/* DONATE flags */
+#define PINMEM_DONATE_WAIT	(1U << 0)	/* wait up to timeout_ms for views to drain */
+#define PINMEM_DONATE_FLAGS	PINMEM_DONATE_WAIT
+
+/*
+ * PINMEM_IOC_SEAL, _DONATE, _PUBLISH, _REOPEN (region fd).
+ *
+ *  SEAL:    OPEN -> SEALED. EBUSY while a writable view mapping exists.
+ *           Already SEALED: 0. DONATED: EPERM.
+ *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists
+ *           (after timeout_ms with PINMEM_DONATE_WAIT, ETIMEDOUT instead;
+ *           EINTR on a signal). While it waits, new view mappings fail
+ *           with EBUSY. Already DONATED: 0.
+ *  PUBLISH: DONATED -> SEALED; from any other state EPERM.
+ *  REOPEN:  DONATED -> OPEN; from any other state EPERM.
+ * flags and timeout_ms must be zero except for DONATE (timeout_ms only
+ * with PINMEM_DONATE_WAIT).
+ */
+struct pinmem_transition {
+	__u32 flags;
+	__u32 timeout_ms;
+	__u64 reserved;
+};
+
+#define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
+#define PINMEM_IOC_DEV_INFO	_IOR(PINMEM_IOC_MAGIC, 0x01, struct pinmem_dev_info)
+#define PINMEM_IOC_ALLOC	_IOWR(PINMEM_IOC_MAGIC, 0x02, struct pinmem_alloc)
+#define PINMEM_IOC_LIST		_IOWR(PINMEM_IOC_MAGIC, 0x03, struct pinmem_list)
+#define PINMEM_IOC_HOLDERS	_IOWR(PINMEM_IOC_MAGIC, 0x04, struct pinmem_holders)
+#define PINMEM_IOC_INFO		_IOR(PINMEM_IOC_MAGIC, 0x10, struct pinmem_region_info)
+#define PINMEM_IOC_VIEW		_IOWR(PINMEM_IOC_MAGIC, 0x11, struct pinmem_view)
+#define PINMEM_IOC_VIEW_INFO	_IOR(PINMEM_IOC_MAGIC, 0x12, struct pinmem_view_info)
+#define PINMEM_IOC_SEAL		_IOW(PINMEM_IOC_MAGIC, 0x20, struct pinmem_transition)
+#define PINMEM_IOC_DONATE	_IOW(PINMEM_IOC_MAGIC, 0x21, struct pinmem_transition)
+#define PINMEM_IOC_PUBLISH	_IOW(PINMEM_IOC_MAGIC, 0x22, struct pinmem_transition)
+#define PINMEM_IOC_REOPEN	_IOW(PINMEM_IOC_MAGIC, 0x23, struct pinmem_transition)
+
+#endif /* _UAPI_PINMEM_H */

@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Install every Debian package that building and testing pinmem needs.
+# Idempotent: does nothing when all are present; otherwise one apt-get
+# update, then one non-interactive install of what is missing.
+set -eu
+
+pkgs="build-essential make gcc pkg-config
+qemu-system-x86 linux-image-amd64 linux-headers-amd64
+linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
+busybox-static kmod cpio e2fsprogs xz-utils
+sparse cppcheck valgrind liburing-dev fio
+python3 python3-numpy python3-pytest"
+
+missing=
+for p in $pkgs; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	echo "deps: all installed"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing:$missing (run as root, or install them)" >&2
+	exit 1
+fi
+
+echo "deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q $missing
