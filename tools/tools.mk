@@ -1,1 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
+# One program per tools/<name>.c, linked against libpin; installed to bin/.
+TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
+
+all: $(TOOLS)
+
+$(B)/bin/%: tools/%.c include/pin.h $(B)/lib/libpin.so.0
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib
+
+install: install-tools
+install-tools: $(TOOLS)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	$(if $(TOOLS),install -m 0755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
+.PHONY: install-tools
