@@ -6,7 +6,7 @@ all: $(TOOLS)
 
 $(B)/bin/%: tools/%.c include/pin.h $(B)/lib/libpin.so.0
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
 
 install: install-tools
 install-tools: $(TOOLS)
