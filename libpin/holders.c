@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Who maps a region: the HOLDERS query, its formatting, and the words
+ * that explain an EBUSY from seal or donate.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <uapi/pinmem.h>
+
+#include "internal.h"
+
+int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
+		       size_t cap)
+{
+	struct pinmem_holder *u = NULL;
+	struct pinmem_holders q;
+	size_t i, n;
+	int ret;
+
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX;
+	if (cap) {
+		u = calloc(cap, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+	}
+	memset(&q, 0, sizeof(q));
+	q.region_id = id;
+	q.holders_ptr = (uintptr_t)u;
+	q.capacity = (uint32_t)cap;
+	ret = pin__ioctl(fd, PINMEM_IOC_HOLDERS, &q);
+	if (ret) {
+		free(u);
+		return ret;
+	}
+	n = q.count < cap ? q.count : cap;
+	for (i = 0; i < n; i++) {
+		struct pin_holder *h = &holders[i];
+
+		memset(h, 0, sizeof(*h));
+		h->pid = (pid_t)u[i].tgid;
+		h->kind = (int)u[i].kind;
+		h->start = u[i].start;
+		h->length = u[i].length;
+		h->offset = u[i].offset;
+		h->prot = (int)u[i].prot;
+		h->maywrite = !!(u[i].flags & PINMEM_HOLDER_MAYWRITE);
+		memcpy(h->comm, u[i].comm, sizeof(h->comm));
+		h->comm[sizeof(h->comm) - 1] = '\0';
+	}
+	free(u);
+	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
+}
+
+int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap)
+{
+	int ret;
+
+	if (!r || (cap && !holders))
+		return -EINVAL;
+	if (r->backend != PIN_BACKEND_DEVICE)
+		return pin__portable_unsupported(r->err, "holders");
+	ret = pin__holders_ioctl(r->fd, 0, holders, cap);
+	if (ret < 0)
+		return pin__fail(r->err, ret, "holders of region %" PRIu64,
+				 r->id);
+	return ret;
+}
+
+int pin_holder_format(const struct pin_holder *h, char *buf, size_t len)
+{
+	const char *kind;
+	int n;
+
+	if (!h || !buf || !len)
+		return -EINVAL;
+	kind = h->kind == PIN_HOLDER_OWNER ? "owner" :
+	       h->kind == PIN_HOLDER_VIEW ? "view" : "mapping";
+	n = snprintf(buf, len,
+		     "pid %d (%s) %s 0x%" PRIx64 "-0x%" PRIx64 " %c%c%c at +0x%" PRIx64,
+		     (int)h->pid, h->comm[0] ? h->comm : "?", kind, h->start,
+		     h->start + h->length,
+		     (h->prot & PROT_READ) ? 'r' : '-',
+		     (h->prot & PROT_WRITE) ? 'w' : '-',
+		     (h->prot & PROT_EXEC) ? 'x' : '-', h->offset);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= len)
+		return -ENOSPC;
+	return n;
+}
+
+/* Holders worth naming: views, or only writable views for seal. */
+static int blocks(const struct pin_holder *h, int writable_only)
+{
+	if (h->kind != PIN_HOLDER_VIEW)
+		return 0;
+	return !writable_only || h->maywrite;
+}
+
+void pin__explain_busy(struct pin_region *r, const char *op, int writable_only)
+{
+	struct pin_holder hs[16];
+	size_t i, n, off, shown = 0, count = 0;
+	int total;
+	char line[160];
+
+	total = pin__holders_ioctl(r->fd, 0, hs, 16);
+	if (total < 0) {
+		pin__fail(r->err, -EBUSY,
+			  "%s: region %" PRIu64 " is in use (holders unknown: HOLDERS failed with %d)",
+			  op, r->id, total);
+		return;
+	}
+	n = (size_t)total < 16 ? (size_t)total : 16;
+	for (i = 0; i < n; i++)
+		count += blocks(&hs[i], writable_only);
+	off = (size_t)snprintf(r->err, PIN_ERR_LEN,
+			       "%s: region %" PRIu64 " has %zu %sview mapping%s",
+			       op, r->id, count,
+			       writable_only ? "writable " : "",
+			       count == 1 ? "" : "s");
+	for (i = 0; i < n && off < PIN_ERR_LEN; i++) {
+		if (!blocks(&hs[i], writable_only))
+			continue;
+		if (pin_holder_format(&hs[i], line, sizeof(line)) < 0)
+			continue;
+		off += (size_t)snprintf(r->err + off, PIN_ERR_LEN - off,
+					"%s%s", shown ? "; " : ": ", line);
+		shown++;
+	}
+	if ((size_t)total > n && off < PIN_ERR_LEN)
+		snprintf(r->err + off, PIN_ERR_LEN - off,
+			 "; and %zu more mappings not listed",
+			 (size_t)total - n);
+	if (count == 0 && off < PIN_ERR_LEN)
+		/* The views went away between the failure and the query. */
+		snprintf(r->err + off, PIN_ERR_LEN - off,
+			 " now (the holders unmapped after the refusal)");
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpin internals shared by the library's files. Not installed.
+ *
+ * Each handle owns its fd(s) and mappings; nothing points from one handle
+ * to another, so a region handle may be freed while its views live on, and
+ * the device handle may be closed before its regions.
+ */
+#ifndef LIBPIN_INTERNAL_H
+#define LIBPIN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pin.h"
+
+#define PIN_ERR_LEN	1024	/* bytes of last-error text per handle */
+
+struct pin_dev {
+	int backend;		/* PIN_BACKEND_DEVICE or _PORTABLE */
+	int fd;			/* /dev/pinmem, -1 on portable */
+	uint32_t abi_version;
+	uint32_t abi_min_compat;
+	uint64_t chunk_size;
+	char err[PIN_ERR_LEN];
+};
+
+struct pin_region {
+	int backend;
+	int fd;			/* region fd (device) or memfd (portable) */
+	uint64_t id;
+	uint64_t size;
+	void *map;		/* owner mapping, NULL until pin_region_map */
+	int map_prot;		/* its protection */
+	int cuda_registered;	/* registrations of map in force (cuda.c) */
+	int hugetlb;		/* portable: MFD_HUGETLB memfd */
+	pid_t owner_pid;	/* portable: allocating process, 0 if imported */
+	char err[PIN_ERR_LEN];
+};
+
+/* One mapping made by pin_view_map. */
+struct pin_view_mapping {
+	void *addr;
+	int prot;
+	int cuda_registered;	/* registrations in force (cuda.c) */
+};
+
+struct pin_view {
+	int backend;
+	int fd;
+	uint64_t region_id;
+	uint64_t offset;	/* into the region */
+	uint64_t length;
+	int writable;
+	struct pin_view_mapping *maps;
+	size_t nr_maps;
+	size_t cap_maps;
+	char err[PIN_ERR_LEN];
+};
+
+#pragma GCC visibility push(hidden)
+
+/* error.c: write the text, return err (a negative errno) for tail calls. */
+int pin__fail(char *buf, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int pin__vfail(char *buf, int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+/* strerror_r into a caller buffer, thread-safe. */
+const char *pin__strerror(int err, char *buf, size_t len);
+
+/* Find the mapping record of addr in v; NULL if v did not make it. */
+struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
+
+/* Device ioctl wrapper: 0 or -errno, restarting on EINTR only if asked. */
+int pin__ioctl(int fd, unsigned long req, void *arg);
+
+/* portable.c */
+int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
+			struct pin_region *r);
+int pin__portable_import(struct pin_dev *dev, int fd, struct pin_region *r);
+int pin__portable_sealed(int fd);
+int pin__portable_seal(struct pin_region *r);
+int pin__portable_view(struct pin_region *r, uint64_t offset,
+		       uint64_t length, unsigned flags, struct pin_view *v);
+int pin__portable_view_import(struct pin_dev *dev, int fd,
+			      struct pin_view *v);
+int pin__portable_info(struct pin_region *r, struct pin_region_info *info);
+int pin__portable_unsupported(char *err, const char *what);
+
+/* dev.c: struct pinmem_region_info -> struct pin_region_info */
+void pin__info_from_uapi(struct pin_region_info *info, const void *uinfo);
+
+/* holders.c */
+/* HOLDERS on fd (region or view fd with id 0, device fd with an id). */
+int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
+		       size_t cap);
+/* Append the holders of r that keep op from succeeding to r->err. */
+void pin__explain_busy(struct pin_region *r, const char *op, int writable_only);
+
+#pragma GCC visibility pop
+
+#endif /* LIBPIN_INTERNAL_H */

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Regions: allocation, import, the owner mapping, queries.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <uapi/pinmem.h>
+
+#include "internal.h"
+
+static struct pin_region *region_new(int backend)
+{
+	struct pin_region *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->backend = backend;
+	r->fd = -1;
+	return r;
+}
+
+static void region_destroy(struct pin_region *r)
+{
+	if (r->map)
+		munmap(r->map, r->size);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}
+
+int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+	      struct pin_region **rp)
+{
+	struct pinmem_alloc a;
+	struct pin_region *r;
+	int ret;
+
+	if (!rp)
+		return -EINVAL;
+	*rp = NULL;
+	if (!dev)
+		return -EINVAL;
+	if (flags & ~PIN_ALLOC_FALLBACK)
+		return pin__fail(dev->err, -EINVAL,
+				 "alloc: unknown flags 0x%x", flags);
+	if (size == 0)
+		return pin__fail(dev->err, -EINVAL, "alloc: size 0");
+
+	r = region_new(dev->backend);
+	if (!r)
+		return pin__fail(dev->err, -ENOMEM, "alloc");
+
+	if (dev->backend == PIN_BACKEND_PORTABLE) {
+		ret = pin__portable_alloc(dev, size, r);
+		if (ret) {
+			region_destroy(r);
+			return ret;
+		}
+		*rp = r;
+		return 0;
+	}
+
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
+	if (ret) {
+		region_destroy(r);
+		switch (ret) {
+		case -ENOSPC:
+			return pin__fail(dev->err, ret,
+					 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
+					 size);
+		case -ENOMEM:
+			return pin__fail(dev->err, ret,
+					 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
+					 size, a.flags ? "" :
+					 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
+		case -EINVAL:
+			return pin__fail(dev->err, ret,
+					 "alloc %" PRIu64 " bytes: over the module's max_region_bytes or invalid",
+					 size);
+		}
+		return pin__fail(dev->err, ret, "alloc %" PRIu64 " bytes", size);
+	}
+	r->fd = a.fd;
+	r->id = a.region_id;
+	/* The kernel rounds up to a page; ask it rather than guess. */
+	{
+		struct pinmem_region_info ri;
+
+		memset(&ri, 0, sizeof(ri));
+		ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+		if (ret) {
+			region_destroy(r);
+			return pin__fail(dev->err, ret, "alloc: region info");
+		}
+		r->size = ri.size;
+	}
+	*rp = r;
+	return 0;
+}
+
+int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp)
+{
+	struct pinmem_region_info ri;
+	struct pinmem_view_info vi;
+	struct pin_region *r;
+	int ret;
+
+	if (!rp)
+		return -EINVAL;
+	*rp = NULL;
+	if (!dev)
+		return -EINVAL;
+	if (fd < 0)
+		return pin__fail(dev->err, -EBADF, "region import: fd %d", fd);
+	r = region_new(dev->backend);
+	if (!r)
+		return pin__fail(dev->err, -ENOMEM, "region import");
+	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (r->fd < 0) {
+		ret = -errno;
+		region_destroy(r);
+		return pin__fail(dev->err, ret, "region import: dup fd %d", fd);
+	}
+	if (dev->backend == PIN_BACKEND_PORTABLE) {
+		ret = pin__portable_import(dev, r->fd, r);
+		if (ret) {
+			region_destroy(r);
+			return ret;
+		}
+		*rp = r;
+		return 0;
+	}
+	memset(&vi, 0, sizeof(vi));
+	ret = pin__ioctl(r->fd, PINMEM_IOC_VIEW_INFO, &vi);
+	if (ret == 0) {
+		region_destroy(r);
+		return pin__fail(dev->err, -EINVAL,
+				 "region import: fd %d is a view of region %" PRIu64 ", not a region fd (use pin_view_import)",
+				 fd, (uint64_t)vi.region_id);
+	}
+	memset(&ri, 0, sizeof(ri));
+	ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+	if (ret) {
+		region_destroy(r);
+		if (ret == -ENOTTY)
+			ret = -EINVAL;
+		return pin__fail(dev->err, ret,
+				 "region import: fd %d is not a pinmem region", fd);
+	}
+	r->id = ri.region_id;
+	r->size = ri.size;
+	*rp = r;
+	return 0;
+}
+
+int pin_region_free(struct pin_region *r)
+{
+	if (!r)
+		return 0;
+	if (r->cuda_registered)
+		return pin__fail(r->err, -EBUSY,
+				 "free: the owner mapping of region %" PRIu64 " is registered with CUDA",
+				 r->id);
+	region_destroy(r);
+	return 0;
+}
+
+int pin_region_fd(const struct pin_region *r)
+{
+	return r ? r->fd : -EINVAL;
+}
+
+uint64_t pin_region_size(const struct pin_region *r)
+{
+	return r ? r->size : 0;
+}
+
+uint64_t pin_region_id(const struct pin_region *r)
+{
+	return r ? r->id : 0;
+}
+
+int pin_region_map(struct pin_region *r, void **addrp)
+{
+	int prot = PROT_READ | PROT_WRITE;
+	void *p;
+	int ret;
+
+	if (!r || !addrp)
+		return -EINVAL;
+	if (r->map) {
+		*addrp = r->map;
+		return 0;
+	}
+	/*
+	 * A sealed memfd refuses writable shared mappings; the portable
+	 * owner mapping of a sealed region is read-only.
+	 */
+	if (r->backend == PIN_BACKEND_PORTABLE && pin__portable_sealed(r->fd) > 0)
+		prot = PROT_READ;
+	p = mmap(NULL, r->size, prot, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED)
+		return pin__fail(r->err, -errno,
+				 "map region %" PRIu64 " (%" PRIu64 " bytes)",
+				 r->id, r->size);
+	r->map = p;
+	r->map_prot = prot;
+	*addrp = p;
+	if (r->backend == PIN_BACKEND_PORTABLE) {
+		if (!r->hugetlb)
+			madvise(p, r->size, MADV_HUGEPAGE);	/* a hint */
+		/*
+		 * Pin what we can. Not fatal: a host without the module
+		 * often has a small RLIMIT_MEMLOCK; the text says so.
+		 */
+		if (mlock(p, r->size)) {
+			ret = -errno;
+			pin__fail(r->err, ret,
+				  "map: mlock of region %" PRIu64 " failed, the pages are not locked (raise RLIMIT_MEMLOCK or use pinmem.ko)",
+				  r->id);
+		} else {
+			r->err[0] = '\0';
+		}
+	}
+	return 0;
+}
+
+int pin_region_unmap(struct pin_region *r)
+{
+	if (!r)
+		return -EINVAL;
+	if (!r->map)
+		return 0;
+	if (r->cuda_registered)
+		return pin__fail(r->err, -EBUSY,
+				 "unmap: the owner mapping of region %" PRIu64 " is registered with CUDA",
+				 r->id);
+	munmap(r->map, r->size);
+	r->map = NULL;
+	return 0;
+}
+
+int pin_region_info(struct pin_region *r, struct pin_region_info *info)
+{
+	struct pinmem_region_info ri;
+	int ret;
+
+	if (!r || !info)
+		return -EINVAL;
+	if (r->backend == PIN_BACKEND_PORTABLE)
+		return pin__portable_info(r, info);
+	memset(&ri, 0, sizeof(ri));
+	ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+	if (ret)
+		return pin__fail(r->err, ret, "info of region %" PRIu64, r->id);
+	pin__info_from_uapi(info, &ri);
+	return 0;
+}
