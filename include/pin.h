@@ -20,6 +20,13 @@
  *    MADV_HUGEPAGE) with mlock. Seal is F_SEAL_WRITE; donate, publish,
  *    reopen and holders answer -EOPNOTSUPP: there is no kernel-arbitrated
  *    donation without the module.
+ *    What differs there: the region id is the memfd's inode number; a view
+ *    fd is the memfd reopened read-only (or read-write), so an imported
+ *    view covers the whole region; mlock failure of the owner mapping is
+ *    not fatal (pin_region_map succeeds, pin_region_error says so); sealing
+ *    remaps the owner mapping read-only in place (memfd counts it as a
+ *    writable mapping otherwise), and a later owner mapping is read-only;
+ *    pin_region_info counts only this handle's owner mapping (views 0).
  */
 #ifndef PIN_H
 #define PIN_H
@@ -173,8 +180,23 @@ struct pin_holder {
  */
 int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
 
-/* Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- +0x0". */
+/*
+ * Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- at +0x0".
+ * Returns the length written, -ENOSPC if buf was too small (cut short).
+ */
 int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
+
+/*
+ * Device-wide queries by region id (pinctl): the regions the caller may see
+ * (its own uid, or all with CAP_SYS_ADMIN), ordered by id, and the mappings
+ * of one of them. Both fill up to cap records and return the number that
+ * exist (which may exceed cap). pin_dev_holders: -ENOENT for an id that is
+ * unknown or not the caller's. -EOPNOTSUPP on portable.
+ */
+int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
+		 size_t cap);
+int pin_dev_holders(struct pin_dev *dev, uint64_t id,
+		    struct pin_holder *holders, size_t cap);
 
 /* ---- Views ------------------------------------------------------------- */
 
@@ -213,8 +235,13 @@ int pin_view_unmap(struct pin_view *v, void *addr);
 
 /* ---- Passing fds between processes (SCM_RIGHTS over a Unix socket) ----- */
 
+/* Sends one fd with a one-byte message; restarts on EINTR. */
 int pin_send_fd(int sock, int fd);
-/* Receives one fd (O_CLOEXEC) into *fdp. -ECONNRESET on end of stream. */
+/*
+ * Receives one fd (O_CLOEXEC) into *fdp. -ECONNRESET on end of stream;
+ * -EPROTO (and nothing kept open) for a message that carried no fd, more
+ * than one, or had its control data truncated. Restarts on EINTR.
+ */
 int pin_recv_fd(int sock, int *fdp);
 
 #ifdef __cplusplus
