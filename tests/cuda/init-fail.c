@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuInit failing (the double returns CUDA_ERROR_NO_DEVICE on request):
+ * pin_cuda_open fails with -ENODEV, names cuInit and the CUresult, and
+ * leaves nothing retained or loaded.
+ */
+#include "cuda-test.h"
+
+int main(void)
+{
+	struct pin_cuda *c = (struct pin_cuda *)1;
+	char why[512] = "";
+
+	if (!getenv("PIN_CUDA_LIBRARY"))
+		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
+	setenv("CUDA_DOUBLE_INIT_RESULT", "100", 1);
+	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENODEV);
+	CHECK(c == NULL, "handle left on failure");
+	CHECK(strstr(why, "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"),
+	      "error '%s'", why);
+	CHECK(dlopen(getenv("PIN_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD) ==
+	      NULL, "driver left loaded after a failed open");
+	return 0;
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+/*
+ * PIN_CUDA_LIBRARY naming a file that does not exist: pin_cuda_open fails
+ * with -ENOENT, leaves no handle, and says which file and why (dlerror).
+ */
+#include "cuda-test.h"
+
+int main(void)
+{
+	const char *path = "/nonexistent/pinmem-test/libcuda.so.1";
+	struct pin_cuda *c = (struct pin_cuda *)1;
+	char why[512] = "";
+
+	setenv("PIN_CUDA_LIBRARY", path, 1);
+	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENOENT);
+	CHECK(c == NULL, "handle left on failure");
+	CHECK(strstr(why, "no CUDA driver") && strstr(why, path) &&
+	      strstr(why, "cannot open shared object file"), "error '%s'", why);
+	/* NULL errbuf is allowed. */
+	EXPECT(pin_cuda_open(&c, 0, NULL, 0), -ENOENT);
+	/* A short buffer is truncated, terminated. */
+	memset(why, 'x', sizeof(why));
+	EXPECT(pin_cuda_open(&c, 0, why, 8), -ENOENT);
+	CHECK(strlen(why) == 7, "short buffer: '%s'", why);
+	return 0;
+}
