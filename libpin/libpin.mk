@@ -29,6 +29,7 @@ $(B)/lib/libpin.so.0: $(LIBPIN_OBJS) libpin/libpin.map
 	@mkdir -p $(@D)
 	$(CC) -shared -Wl,-soname,libpin.so.0 -Wl,--version-script=libpin/libpin.map \
 		-Wl,-z,defs -o $@ $(LIBPIN_OBJS) $(LIBPIN_LIBS)
+	ln -sf libpin.so.0 $(@D)/libpin.so	# -lpin links need it with the .so.0
 
 $(B)/lib/libpin.so: $(B)/lib/libpin.so.0
 	ln -sf libpin.so.0 $@

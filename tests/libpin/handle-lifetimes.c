@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Handles are independent: the device handle may be closed before its
+ * regions, a region handle freed while its views and their mappings live
+ * on, and a view fd closed while its mappings stay readable. Every fd the
+ * library opened is closed again (counted in /proc/self/fd).
+ */
+#include <dirent.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		FAIL("opendir /proc/self/fd: %s", strerror(errno));
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the DIR's own fd */
+}
+
+int main(void)
+{
+	struct pin_dev *dev;
+	struct pin_region *r;
+	struct pin_view *v, *w;
+	unsigned char *own, *p, *q;
+	int before = count_fds();
+
+	dev = t_open(0);
+	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	pin_close(dev);	/* the region does not need the device handle */
+	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
+	t_fill(own, MiB(2), 42);
+	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
+	CHECK_OK(pin_view_create(r, 0, MiB(2), PIN_VIEW_WRITE, &w),
+		 pin_region_error(r));
+	CHECK_OK(pin_region_free(r), "free");	/* views outlive it */
+
+	CHECK_OK(pin_view_map(v, PROT_READ, (void **)&p), pin_view_error(v));
+	t_check(p, MiB(2), 42, "view after region freed");
+	CHECK_OK(pin_view_map(w, PROT_READ | PROT_WRITE, (void **)&q),
+		 pin_view_error(w));
+	pin_view_close(w);	/* its mapping stays */
+	t_fill(q, MiB(2), 43);
+	t_check(p, MiB(2), 43, "view after write through closed view's mapping");
+	EXPECT_EQ(munmap(q, MiB(2)), 0);
+	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
+	pin_view_close(v);
+
+	EXPECT_EQ(count_fds(), before);
+	return 0;
+}

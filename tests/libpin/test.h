@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared helpers for the libpin tests: one program per behaviour, exit 0
+ * pass, 77 skip (with the reason printed), anything else fail. Failures
+ * say what, where and with which values.
+ */
+#ifndef LIBPIN_TEST_H
+#define LIBPIN_TEST_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pin.h>
+
+#define T_SKIP	77
+
+#define FAIL(...) do {							\
+	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);		\
+	fprintf(stderr, __VA_ARGS__);					\
+	fputc('\n', stderr);						\
+	exit(1);							\
+} while (0)
+
+#define SKIP(...) do {							\
+	printf("SKIP: ");						\
+	printf(__VA_ARGS__);						\
+	putchar('\n');							\
+	exit(T_SKIP);							\
+} while (0)
+
+/* expr must equal want (both as long long). */
+#define EXPECT_EQ(expr, want) do {					\
+	long long _g = (long long)(expr), _w = (long long)(want);	\
+	if (_g != _w)							\
+		FAIL("%s = %lld, expected %lld", #expr, _g, _w);	\
+} while (0)
+
+#define EXPECT_TRUE(cond) do {						\
+	if (!(cond))							\
+		FAIL("expected %s", #cond);				\
+} while (0)
+
+/* A libpin call that must succeed; prints the handle's text if not. */
+#define CHECK_OK(expr, errtext) do {					\
+	int _r = (expr);						\
+	if (_r < 0)							\
+		FAIL("%s = %d (%s): %s", #expr, _r, strerror(-_r),	\
+		     (errtext));					\
+} while (0)
+
+#define EXPECT_CONTAINS(hay, needle) do {				\
+	const char *_h = (hay), *_n = (needle);				\
+	if (!_h || !strstr(_h, _n))					\
+		FAIL("%s = \"%s\" lacks \"%s\"", #hay, _h ? _h : "(null)", _n); \
+} while (0)
+
+#define MiB(x)	((uint64_t)(x) << 20)
+
+/*
+ * Open the backend the environment selects (PIN_BACKEND=device|portable,
+ * else whatever AUTO finds); skip if the test needs the other one.
+ */
+static inline struct pin_dev *t_open(int need)
+{
+	struct pin_dev *dev;
+	int ret = pin_open(&dev, PIN_BACKEND_AUTO);
+
+	if (ret < 0)
+		FAIL("pin_open(AUTO) = %d (%s)", ret, strerror(-ret));
+	if (need && pin_dev_backend(dev) != need) {
+		int have = pin_dev_backend(dev);
+
+		pin_close(dev);
+		SKIP("needs the %s backend, running on %s",
+		     pin_backend_name(need), pin_backend_name(have));
+	}
+	return dev;
+}
+
+static inline void t_fill(unsigned char *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 131u + seed);
+}
+
+static inline void t_check(const unsigned char *p, size_t n, unsigned seed,
+			   const char *what)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != (unsigned char)(i * 131u + seed))
+			FAIL("%s: byte %zu is 0x%02x, expected 0x%02x", what,
+			     i, p[i], (unsigned char)(i * 131u + seed));
+}
+
+#endif /* LIBPIN_TEST_H */
