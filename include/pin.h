@@ -276,8 +276,11 @@ struct pin_cuda;
  * dlerror()), -ENOSYS (the driver lacks an entry point), -ENODEV (cuInit,
  * cuDeviceGet or the primary context failed; the text names the CUresult),
  * -EINVAL (device < 0, bad PIN_CUDA_TEST_CHUNK), -ENOMEM.
- * On failure *cp is NULL, nothing stays loaded and, if errbuf is not NULL,
- * the reason in words is written there (at most errlen bytes, with NUL).
+ * On failure *cp is NULL and, if errbuf is not NULL, the reason in words
+ * is written there (at most errlen bytes, with NUL). A driver that got as
+ * far as cuInit stays loaded for the life of the process (unloading a CUDA
+ * driver is not safe); one that failed to load or lacks an entry point
+ * does not.
  */
 int pin_cuda_open(struct pin_cuda **cp, int device, char *errbuf,
 		  size_t errlen);

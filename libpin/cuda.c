@@ -205,6 +205,7 @@ static int cuda_chunk_from_env(struct pin_cuda *c)
 static int cuda_start(struct pin_cuda *c, int device)
 {
 	const char *path = secure_getenv("PIN_CUDA_LIBRARY");
+	void *nodelete;
 	char what[160];
 	CUresult res;
 	int err;
@@ -227,6 +228,14 @@ static int cuda_start(struct pin_cuda *c, int device)
 	err = cu_load_symbols(c, path);
 	if (err)
 		return err;
+	/*
+	 * A driver that has run cuInit has threads and exit handlers of its
+	 * own: unloading it is not safe. From here on it stays loaded for
+	 * the life of the process (as if linked), whatever dlclose says.
+	 */
+	nodelete = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+	if (nodelete)
+		dlclose(nodelete);
 	res = c->init(0);
 	if (res != CUDA_SUCCESS)
 		return pin__fail(c->err, -ENODEV, "cuInit: %s",

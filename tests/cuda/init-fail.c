@@ -2,7 +2,7 @@
 /*
  * cuInit failing (the double returns CUDA_ERROR_NO_DEVICE on request):
  * pin_cuda_open fails with -ENODEV, names cuInit and the CUresult, and
- * leaves nothing retained or loaded.
+ * leaves no context retained.
  */
 #include "cuda-test.h"
 
@@ -18,7 +18,7 @@ int main(void)
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"),
 	      "error '%s'", why);
-	CHECK(dlopen(getenv("PIN_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD) ==
-	      NULL, "driver left loaded after a failed open");
+	/* Past cuInit the driver stays loaded; nothing may stay retained. */
+	test_double_clean(test_stats());
 	return 0;
 }

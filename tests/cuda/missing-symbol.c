@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A library that loads but is not a CUDA driver (libm here): -ENOSYS
- * naming the first missing entry point, nothing left loaded by libpin.
+ * A library that loads but is not a CUDA driver (glibc's libanl here):
+ * -ENOSYS naming the first missing entry point, and the library is
+ * unloaded again.
  */
 #include "cuda-test.h"
 
@@ -10,9 +11,13 @@ int main(void)
 	struct pin_cuda *c = (struct pin_cuda *)1;
 	char why[512] = "";
 
-	setenv("PIN_CUDA_LIBRARY", "libm.so.6", 1);
+	if (dlopen("libanl.so.1", RTLD_NOW | RTLD_NOLOAD))
+		SKIP("libanl.so.1 is already loaded in this process");
+	setenv("PIN_CUDA_LIBRARY", "libanl.so.1", 1);
 	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENOSYS);
 	CHECK(c == NULL, "handle left on failure");
-	CHECK(strstr(why, "libm.so.6 has no cuInit"), "error '%s'", why);
+	CHECK(strstr(why, "libanl.so.1 has no cuInit"), "error '%s'", why);
+	CHECK(dlopen("libanl.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL,
+	      "libanl.so.1 left loaded");
 	return 0;
 }
