@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pinctl: inspect pinmem regions through libpin.
+ *
+ *   pinctl [--json] info              backend, ABI, limits, totals
+ *   pinctl [--json] ls                every region visible to the caller
+ *   pinctl [--json] holders REGION-ID every mapping of one region
+ *
+ * --json may also follow the command. PIN_BACKEND=device|portable in the
+ * environment picks the backend as for every libpin program.
+ *
+ * Exit status: 0 ok; 1 the operation failed (words on stderr); 2 usage
+ * error; 3 no device (/dev/pinmem absent, or the portable backend, which
+ * keeps no registry of regions: ls and holders need the module).
+ *
+ * JSON (one object on stdout; sizes and addresses are plain integers):
+ *   info:    {"backend": "device"|"portable", "kernel_arbitration": bool,
+ *             "abi_version": N, "abi_min_compat": N, "chunk_size": N,
+ *             "max_total_bytes": N, "max_region_bytes": N (0: no limit),
+ *             "total_bytes": N, "nr_regions": N, "nr_mappings": N,
+ *             "nr_view_fds": N}
+ *   ls:      {"regions": [{"id": N, "size": N, "chunks": N,
+ *             "fallback_chunks": N, "min_order": N, "state":
+ *             "open"|"sealed"|"donated", "donate_pending": bool,
+ *             "owner_mappings": N, "view_mappings": N,
+ *             "writable_view_mappings": N, "view_fds": N,
+ *             "owner_uid": N, "owner_pid": N}, ...]}
+ *   holders: {"region": N, "holders": [{"pid": N, "comm": "...",
+ *             "kind": "owner"|"view", "start": N, "end": N, "length": N,
+ *             "offset": N, "prot": "rw-", "maywrite": bool}, ...]}
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <pin.h>
+
+#define EXIT_FAILED	1
+#define EXIT_USAGE	2
+#define EXIT_NODEV	3
+
+static const char usage_text[] =
+"usage: pinctl [--json] COMMAND [ARGS]\n"
+"\n"
+"commands:\n"
+"  info                backend, ABI version, limits and totals\n"
+"  ls                  every region visible to you: id, size, 2 MiB chunks\n"
+"                      (+fallback), state, owner/view/writable-view mappings,\n"
+"                      view fds, owner uid/pid\n"
+"  holders REGION-ID   every mapping of a region: pid, command, kind,\n"
+"                      address range, offset, protection\n"
+"\n"
+"options:\n"
+"  --json              one JSON object on stdout instead of a table\n"
+"  -h, --help          this text\n"
+"\n"
+"JSON:\n"
+"  info:    {backend, kernel_arbitration, abi_version, abi_min_compat,\n"
+"            chunk_size, max_total_bytes, max_region_bytes, total_bytes,\n"
+"            nr_regions, nr_mappings, nr_view_fds}\n"
+"  ls:      {regions: [{id, size, chunks, fallback_chunks, min_order, state,\n"
+"            donate_pending, owner_mappings, view_mappings,\n"
+"            writable_view_mappings, view_fds, owner_uid, owner_pid}]}\n"
+"  holders: {region, holders: [{pid, comm, kind, start, end, length, offset,\n"
+"            prot, maywrite}]}\n"
+"  (sizes, addresses and counts are integers; state is open|sealed|donated;\n"
+"   kind is owner|view; prot is like \"rw-\")\n"
+"\n"
+"exit status: 0 ok, 1 operation failed, 2 usage error, 3 no device\n"
+"(no /dev/pinmem, or the portable backend: ls and holders need pinmem.ko)\n"
+"PIN_BACKEND=device|portable selects the backend.\n";
+
+static void human(uint64_t n, char *buf, size_t len)
+{
+	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)n;
+	int u = -1;
+
+	if (n < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", n);
+		return;
+	}
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (v == (double)(uint64_t)v)
+		snprintf(buf, len, "%.0f %s", v, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void prot_str(int prot, char out[4])
+{
+	out[0] = (prot & PROT_READ) ? 'r' : '-';
+	out[1] = (prot & PROT_WRITE) ? 'w' : '-';
+	out[2] = (prot & PROT_EXEC) ? 'x' : '-';
+	out[3] = '\0';
+}
+
+/* Open the backend; for ls/holders the device is required. */
+static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
+{
+	int ret = pin_open(devp, PIN_BACKEND_AUTO);
+
+	if (ret == -ENOENT) {
+		fprintf(stderr, "pinctl %s: no device: /dev/pinmem is absent (load pinmem.ko)\n",
+			cmd);
+		return EXIT_NODEV;
+	}
+	if (ret) {
+		fprintf(stderr, "pinctl %s: cannot open the backend: %s%s\n",
+			cmd, strerror(-ret), ret == -EPROTO ?
+			" (the module's ABI does not fit this libpin)" : "");
+		return EXIT_FAILED;
+	}
+	if (need_device && pin_dev_backend(*devp) != PIN_BACKEND_DEVICE) {
+		fprintf(stderr, "pinctl %s: no device: the portable backend (memfd) has no kernel arbitration and no registry of regions; load pinmem.ko for /dev/pinmem\n",
+			cmd);
+		pin_close(*devp);
+		*devp = NULL;
+		return EXIT_NODEV;
+	}
+	return 0;
+}
+
+static int cmd_info(int json)
+{
+	struct pin_dev_info info;
+	struct pin_dev *dev;
+	char a[32], b[32], c[32];
+	int ret, dev_backend;
+
+	ret = open_dev(&dev, 0, "info");
+	if (ret)
+		return ret;
+	ret = pin_dev_info(dev, &info);
+	if (ret) {
+		fprintf(stderr, "pinctl info: %s\n", pin_dev_error(dev));
+		pin_close(dev);
+		return EXIT_FAILED;
+	}
+	dev_backend = info.backend == PIN_BACKEND_DEVICE;
+	if (json) {
+		printf("{\"backend\": \"%s\", \"kernel_arbitration\": %s, "
+		       "\"abi_version\": %u, \"abi_min_compat\": %u, "
+		       "\"chunk_size\": %" PRIu64 ", \"max_total_bytes\": %" PRIu64
+		       ", \"max_region_bytes\": %" PRIu64 ", \"total_bytes\": %" PRIu64
+		       ", \"nr_regions\": %" PRIu64 ", \"nr_mappings\": %" PRIu64
+		       ", \"nr_view_fds\": %" PRIu64 "}\n",
+		       pin_backend_name(info.backend),
+		       dev_backend ? "true" : "false", info.abi_version,
+		       info.abi_min_compat, info.chunk_size,
+		       info.max_total_bytes, info.max_region_bytes,
+		       info.total_bytes, info.nr_regions, info.nr_mappings,
+		       info.nr_view_fds);
+	} else if (!dev_backend) {
+		human(info.chunk_size, a, sizeof(a));
+		printf("backend:          portable backend, no kernel arbitration\n"
+		       "                  (memfd: no /dev/pinmem; donate, publish, reopen\n"
+		       "                  and holders need pinmem.ko)\n"
+		       "chunk size:       %s\n", a);
+	} else {
+		human(info.chunk_size, a, sizeof(a));
+		printf("backend:          device (/dev/pinmem), kernel arbitration\n"
+		       "ABI:              %u (serves libraries from ABI %u)\n"
+		       "chunk size:       %s\n", info.abi_version,
+		       info.abi_min_compat, a);
+		human(info.max_total_bytes, a, sizeof(a));
+		human(info.max_region_bytes, b, sizeof(b));
+		printf("max total:        %s\nmax per region:   %s\n",
+		       info.max_total_bytes ? a : "no limit",
+		       info.max_region_bytes ? b : "no limit");
+		human(info.total_bytes, c, sizeof(c));
+		printf("pinned now:       %s in %" PRIu64 " region%s\n"
+		       "mappings:         %" PRIu64 "\nview fds:         %" PRIu64 "\n",
+		       c, info.nr_regions, info.nr_regions == 1 ? "" : "s",
+		       info.nr_mappings, info.nr_view_fds);
+	}
+	pin_close(dev);
+	return 0;
+}
+
+static int cmd_ls(int json)
+{
+	struct pin_region_info *infos = NULL;
+	struct pin_dev *dev;
+	size_t cap = 0, i, n;
+	int ret;
+
+	ret = open_dev(&dev, 1, "ls");
+	if (ret)
+		return ret;
+	/* Regions come and go: grow until one snapshot fits. */
+	for (;;) {
+		struct pin_region_info *p;
+
+		ret = pin_dev_list(dev, infos, cap);
+		if (ret < 0) {
+			fprintf(stderr, "pinctl ls: %s\n", pin_dev_error(dev));
+			free(infos);
+			pin_close(dev);
+			return EXIT_FAILED;
+		}
+		if ((size_t)ret <= cap)
+			break;
+		cap = (size_t)ret + 16;
+		p = realloc(infos, cap * sizeof(*infos));
+		if (!p) {
+			fprintf(stderr, "pinctl ls: out of memory\n");
+			free(infos);
+			pin_close(dev);
+			return EXIT_FAILED;
+		}
+		infos = p;
+	}
+	n = (size_t)ret;
+	if (json) {
+		printf("{\"regions\": [");
+		for (i = 0; i < n; i++) {
+			const struct pin_region_info *r = &infos[i];
+
+			printf("%s{\"id\": %" PRIu64 ", \"size\": %" PRIu64
+			       ", \"chunks\": %" PRIu64 ", \"fallback_chunks\": %" PRIu64
+			       ", \"min_order\": %u, \"state\": \"%s\", \"donate_pending\": %s"
+			       ", \"owner_mappings\": %" PRIu64 ", \"view_mappings\": %" PRIu64
+			       ", \"writable_view_mappings\": %" PRIu64 ", \"view_fds\": %" PRIu64
+			       ", \"owner_uid\": %u, \"owner_pid\": %d}",
+			       i ? ", " : "", r->id, r->size, r->nr_chunks,
+			       r->nr_fallback_chunks, r->min_order,
+			       pin_state_name(r->state),
+			       r->donate_pending ? "true" : "false",
+			       r->owner_mappings, r->view_mappings,
+			       r->writable_view_mappings, r->view_fds,
+			       (unsigned)r->owner_uid, (int)r->owner_pid);
+		}
+		printf("]}\n");
+	} else {
+		printf("%-6s %10s %-14s %-9s %5s %5s %6s %4s %6s %7s\n", "ID",
+		       "SIZE", "CHUNKS", "STATE", "OWNER", "VIEWS", "WVIEWS",
+		       "VFDS", "UID", "PID");
+		for (i = 0; i < n; i++) {
+			const struct pin_region_info *r = &infos[i];
+			char size[32], chunks[40], state[24];
+
+			human(r->size, size, sizeof(size));
+			if (r->nr_fallback_chunks)
+				snprintf(chunks, sizeof(chunks),
+					 "%" PRIu64 "+%" PRIu64 "fb", r->nr_chunks,
+					 r->nr_fallback_chunks);
+			else
+				snprintf(chunks, sizeof(chunks), "%" PRIu64,
+					 r->nr_chunks);
+			snprintf(state, sizeof(state), "%s%s",
+				 pin_state_name(r->state),
+				 r->donate_pending ? "*" : "");
+			printf("%-6" PRIu64 " %10s %-14s %-9s %5" PRIu64 " %5" PRIu64
+			       " %6" PRIu64 " %4" PRIu64 " %6u %7d\n",
+			       r->id, size, chunks, state, r->owner_mappings,
+			       r->view_mappings, r->writable_view_mappings,
+			       r->view_fds, (unsigned)r->owner_uid,
+			       (int)r->owner_pid);
+		}
+		if (n == 0)
+			printf("(no regions)\n");
+	}
+	free(infos);
+	pin_close(dev);
+	return 0;
+}
+
+static int parse_id(const char *s, uint64_t *id)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v == 0)
+		return -1;
+	*id = v;
+	return 0;
+}
+
+static int cmd_holders(int json, const char *arg)
+{
+	struct pin_holder *hs = NULL;
+	struct pin_dev *dev;
+	size_t cap = 0, i, n;
+	uint64_t id;
+	int ret;
+
+	if (parse_id(arg, &id)) {
+		fprintf(stderr, "pinctl holders: REGION-ID must be a positive decimal number, not \"%s\"\n",
+			arg ? arg : "");
+		return EXIT_USAGE;
+	}
+	ret = open_dev(&dev, 1, "holders");
+	if (ret)
+		return ret;
+	for (;;) {
+		struct pin_holder *p;
+
+		ret = pin_dev_holders(dev, id, hs, cap);
+		if (ret < 0) {
+			fprintf(stderr, "pinctl holders: %s\n",
+				pin_dev_error(dev));
+			free(hs);
+			pin_close(dev);
+			return EXIT_FAILED;
+		}
+		if ((size_t)ret <= cap)
+			break;
+		cap = (size_t)ret + 16;
+		p = realloc(hs, cap * sizeof(*hs));
+		if (!p) {
+			fprintf(stderr, "pinctl holders: out of memory\n");
+			free(hs);
+			pin_close(dev);
+			return EXIT_FAILED;
+		}
+		hs = p;
+	}
+	n = (size_t)ret;
+	if (json) {
+		printf("{\"region\": %" PRIu64 ", \"holders\": [", id);
+		for (i = 0; i < n; i++) {
+			char prot[4];
+
+			prot_str(hs[i].prot, prot);
+			printf("%s{\"pid\": %d, \"comm\": ", i ? ", " : "",
+			       (int)hs[i].pid);
+			json_string(hs[i].comm);
+			printf(", \"kind\": \"%s\", \"start\": %" PRIu64
+			       ", \"end\": %" PRIu64 ", \"length\": %" PRIu64
+			       ", \"offset\": %" PRIu64 ", \"prot\": \"%s\", \"maywrite\": %s}",
+			       hs[i].kind == PIN_HOLDER_OWNER ? "owner" : "view",
+			       hs[i].start, hs[i].start + hs[i].length,
+			       hs[i].length, hs[i].offset, prot,
+			       hs[i].maywrite ? "true" : "false");
+		}
+		printf("]}\n");
+	} else {
+		printf("region %" PRIu64 ": %zu mapping%s\n", id, n,
+		       n == 1 ? "" : "s");
+		for (i = 0; i < n; i++) {
+			char line[160], len[32];
+
+			pin_holder_format(&hs[i], line, sizeof(line));
+			human(hs[i].length, len, sizeof(len));
+			printf("  %s (%s)%s\n", line, len,
+			       hs[i].maywrite ? " may write" : "");
+		}
+	}
+	free(hs);
+	pin_close(dev);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = NULL, *arg = NULL;
+	int json = 0, i, extra = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = 1;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "pinctl: unknown option %s\n\n%s",
+				argv[i], usage_text);
+			return EXIT_USAGE;
+		} else if (!cmd) {
+			cmd = argv[i];
+		} else if (!arg) {
+			arg = argv[i];
+		} else {
+			extra = 1;
+		}
+	}
+	if (!cmd) {
+		fputs(usage_text, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "info") && !arg)
+		return cmd_info(json);
+	if (!strcmp(cmd, "ls") && !arg)
+		return cmd_ls(json);
+	if (!strcmp(cmd, "holders") && arg && !extra)
+		return cmd_holders(json, arg);
+	fprintf(stderr, "pinctl: bad command line\n\n%s", usage_text);
+	return EXIT_USAGE;
+}
