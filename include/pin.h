@@ -244,6 +244,229 @@ int pin_send_fd(int sock, int fd);
  */
 int pin_recv_fd(int sock, int *fdp);
 
+/* ---- Checkpoint I/O ---------------------------------------------------- */
+
+/*
+ * io_uring file I/O straight into pinned memory (or any memory): many
+ * requests in flight, O_DIRECT where the filesystem allows it, a buffered
+ * fallback where it refuses (reported, never silent), registered (fixed)
+ * buffers where the kernel accepts them for the mapping.
+ *
+ * Reads move the aligned superset of the wanted byte range: file bytes
+ * [file_off & ~(PIN_IO_ALIGN-1), roundup(file_off + len, PIN_IO_ALIGN)) are
+ * read into the destination starting at its first byte, so the wanted
+ * bytes land (file_off % PIN_IO_ALIGN) bytes in. The layout is the same on
+ * the O_DIRECT and the buffered path. The destination must have room for
+ * the whole superset (pin_io_span) and, for O_DIRECT, start on a
+ * PIN_IO_ALIGN boundary (a region offset that is a page multiple does);
+ * otherwise the call falls back to buffered reads and says so. Bytes of
+ * the superset beyond end of file are left as they were.
+ */
+#define PIN_IO_ALIGN		4096U
+
+#define PIN_IO_BUFFERED		(1U << 0)	/* never O_DIRECT */
+#define PIN_IO_NO_FIXED		(1U << 1)	/* never register fixed buffers */
+
+#define PIN_IO_DEFAULT_QUEUE_DEPTH	8
+#define PIN_IO_DEFAULT_REQUEST_SIZE	(1U << 20)
+#define PIN_IO_MAX_QUEUE_DEPTH		256
+#define PIN_IO_MAX_REQUEST_SIZE		(64U << 20)
+
+/* Called now and then as requests complete: done of total bytes so far. */
+typedef void (*pin_io_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+/* All fields zero (or a NULL opts pointer) means: defaults, O_DIRECT. */
+struct pin_io_opts {
+	unsigned queue_depth;		/* requests in flight, 1..256; 0: default */
+	uint32_t request_size;		/* bytes, multiple of PIN_IO_ALIGN,
+					 * up to 64 MiB; 0: default */
+	unsigned flags;			/* PIN_IO_* */
+	pin_io_progress_fn progress;	/* may be NULL */
+	void *progress_arg;
+};
+
+/*
+ * What one call did. Every I/O call fills the whole struct (it does not
+ * add to earlier contents); on failure error[] says which file, which
+ * offset and why.
+ */
+struct pin_io_stats {
+	uint64_t bytes;			/* file bytes moved (the superset) */
+	uint64_t ns;			/* wall time of the call */
+	uint64_t requests;		/* requests completed */
+	uint64_t short_ios;		/* short transfers resubmitted */
+	uint64_t retries;		/* EAGAIN/EINTR resubmissions */
+	uint32_t queue_depth;		/* what was used */
+	uint32_t request_size;
+	int direct;			/* 1: every byte moved with O_DIRECT */
+	int fixed_buffers;		/* 1: registered buffers were used */
+	char fallback_reason[192];	/* why not O_DIRECT / not fixed, or "" */
+	char error[512];		/* set on failure */
+};
+
+/* Bytes of destination a read of [file_off, file_off + len) needs. */
+uint64_t pin_io_span(uint64_t file_off, uint64_t len);
+
+/*
+ * Read the aligned superset of [file_off, file_off + len) of path into
+ * buf (buf_len bytes, >= pin_io_span). Returns the offset into buf of
+ * file_off (>= 0), or a negative errno: -EINVAL (arguments, buf_len too
+ * small), -EIO (end of file before file_off + len: the file is shorter),
+ * -ESTALE (the file changed size during the read), or the open/read
+ * error. stats may be NULL.
+ */
+int pin_io_read(void *buf, uint64_t buf_len, const char *path,
+		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
+		struct pin_io_stats *stats);
+
+/*
+ * The same into a region at region_off (a multiple of PIN_IO_ALIGN), through
+ * its owner mapping (made if needed). The region must be open for writing by
+ * its owner (not sealed on the portable backend). Errors as pin_io_read,
+ * also described by pin_region_error().
+ */
+int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
+		  uint64_t file_off, uint64_t len,
+		  const struct pin_io_opts *opts, struct pin_io_stats *stats);
+
+/*
+ * Write len bytes from buf to path at file_off (a multiple of
+ * PIN_IO_ALIGN), creating the file (mode 0644) if needed, never truncating
+ * it below file_off + len. O_DIRECT from aligned bounce buffers, buffered
+ * where O_DIRECT is refused; fsync before returning. buf may have any
+ * alignment. Returns 0 or a negative errno (-EINVAL, open/write errors).
+ */
+int pin_io_write(const void *buf, uint64_t len, const char *path,
+		 uint64_t file_off, const struct pin_io_opts *opts,
+		 struct pin_io_stats *stats);
+
+/* The same from a region's bytes [region_off, region_off + len). */
+int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
+		   uint64_t file_off, uint64_t len,
+		   const struct pin_io_opts *opts, struct pin_io_stats *stats);
+
+/* ---- safetensors ------------------------------------------------------- */
+
+/*
+ * The safetensors format (huggingface/safetensors): an 8-byte little-endian
+ * header length N (<= 100,000,000), N bytes of UTF-8 JSON (an object that
+ * starts with '{', padded with trailing spaces), then the data section.
+ * Every tensor entry is {"dtype", "shape", "data_offsets": [begin, end]}
+ * relative to the data section; "__metadata__" is a map of strings.
+ *
+ * The reader is strict: every rule it checks is named in the error text
+ * together with the file and tensor. A struct pin_st (a checkpoint) is
+ * both the result and the context: it holds the tensors, the regions
+ * they were loaded into, I/O stats and the text of the last failure.
+ */
+
+enum pin_dtype {
+	PIN_DT_INVALID = 0,
+	PIN_DT_BOOL, PIN_DT_U8, PIN_DT_I8, PIN_DT_F8_E5M2, PIN_DT_F8_E4M3,
+	PIN_DT_F8_E8M0, PIN_DT_I16, PIN_DT_U16, PIN_DT_F16, PIN_DT_BF16,
+	PIN_DT_I32, PIN_DT_U32, PIN_DT_F32, PIN_DT_F64, PIN_DT_I64, PIN_DT_U64,
+	PIN_DT_C64, PIN_DT_F4, PIN_DT_F6_E2M3, PIN_DT_F6_E3M2,
+	PIN_DT_COUNT
+};
+
+const char *pin_dtype_name(int dtype);		/* "F32"; NULL if unknown */
+int pin_dtype_from_name(const char *name);	/* PIN_DT_*, or PIN_DT_INVALID */
+/* Bits per element (4 for F4, 6 for F6_*, 64 for C64); 0 if unknown. */
+unsigned pin_dtype_bits(int dtype);
+
+struct pin_st;		/* a checkpoint: tensors, regions, stats, last error */
+
+/*
+ * One tensor. Pointers are owned by the checkpoint and valid until
+ * pin_st_free. For a loaded checkpoint, region/region_offset/data say
+ * where the bytes are (data = owner mapping + region_offset); for a
+ * parsed-only one, region and data are NULL and file_offset says where
+ * the bytes are in the file. For pin_st_save, set name, dtype, ndim,
+ * shape, nbytes and either data (any memory) or region+region_offset.
+ */
+struct pin_st_tensor {
+	const char *name;
+	int dtype;			/* PIN_DT_* */
+	unsigned ndim;
+	const uint64_t *shape;		/* ndim entries */
+	uint64_t nbytes;
+	struct pin_region *region;
+	uint64_t region_offset;
+	void *data;
+	uint64_t file_offset;		/* absolute offset in its file */
+	unsigned file_index;		/* which shard (pin_st_file_path) */
+};
+
+#define PIN_ST_MAX_HEADER	100000000ULL
+
+/* A new, empty checkpoint; NULL on ENOMEM. */
+struct pin_st *pin_st_new(void);
+/* Free tensors and every region the checkpoint loaded. NULL is a no-op. */
+void pin_st_free(struct pin_st *ck);
+const char *pin_st_error(const struct pin_st *ck);
+
+/*
+ * Parse (validate) the header of one safetensors file without reading the
+ * data section. -EINVAL for a rule violation (the error names it), -EIO
+ * for a short file, open/read errors otherwise. The checkpoint must be
+ * empty (-EBUSY if not).
+ */
+int pin_st_parse_file(struct pin_st *ck, const char *path);
+/*
+ * Parse a whole file image held in memory (8-byte length, header, data);
+ * name is used in error texts. Tensors' data point into buf.
+ */
+int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
+			const char *name);
+
+/*
+ * Load a .safetensors file, or every shard named by a
+ * *.safetensors.index.json ("weight_map": tensor -> file, relative to the
+ * index; every entry must be in the file it names and every tensor of a
+ * shard in the map), into pinned regions of dev: one region per file, the
+ * file's data section read once, with O_DIRECT where allowed, in large
+ * requests. Each region is sealed when its file is loaded. On failure the
+ * checkpoint is left empty. The checkpoint must be empty (-EBUSY).
+ * Errors: -EINVAL (format rule), -EIO (short file), -ESTALE (a file
+ * changed size during the load), allocation/seal/IO errors.
+ */
+int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
+		const struct pin_io_opts *opts);
+
+size_t pin_st_count(const struct pin_st *ck);
+/* Tensor i in file order (shard by shard, by offset); -ERANGE past the end. */
+int pin_st_tensor(const struct pin_st *ck, size_t i, struct pin_st_tensor *out);
+/* Tensor by name; -ENOENT if absent. */
+int pin_st_find(const struct pin_st *ck, const char *name,
+		struct pin_st_tensor *out);
+size_t pin_st_metadata_count(const struct pin_st *ck);
+/* __metadata__ entry i (of the first file, then the index's "metadata"). */
+int pin_st_metadata(const struct pin_st *ck, size_t i, const char **key,
+		    const char **value);
+size_t pin_st_file_count(const struct pin_st *ck);
+const char *pin_st_file_path(const struct pin_st *ck, size_t i);
+/* The region file i was loaded into (owned by the checkpoint), or NULL. */
+struct pin_region *pin_st_region(const struct pin_st *ck, size_t i);
+/* Sum over the files: bytes, ns, requests; direct/fixed only if all were. */
+int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
+
+/*
+ * Write tensors (in the order given, back to back) and metadata (nmeta
+ * key/value pairs, keys unique, may be 0) to path as a safetensors file
+ * whose header is padded with spaces so the data section starts at a
+ * multiple of 4096. The data goes out with O_DIRECT where allowed, to a
+ * temporary name in the same directory that is fsynced and renamed over
+ * path, then the directory is fsynced: path holds either the old file or
+ * the complete new one. ck is the context: its error text and stats
+ * (pin_st_stats) describe this save; its tensors are not touched.
+ * Errors: -EINVAL (bad name, dtype, shape/nbytes mismatch, duplicate),
+ * I/O errors.
+ */
+int pin_st_save(struct pin_st *ck, const char *path,
+		const struct pin_st_tensor *tensors, size_t n,
+		const char *const *meta_keys, const char *const *meta_values,
+		size_t nmeta, const struct pin_io_opts *opts);
+
 /* ---- CUDA registration ------------------------------------------------- */
 
 /*

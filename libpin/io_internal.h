@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpin's I/O engine (io.c), shared with safetensors.c. Not installed.
+ */
+#ifndef LIBPIN_IO_INTERNAL_H
+#define LIBPIN_IO_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "pin.h"
+
+/* One piece of a gathered write: len bytes at p. */
+struct pin__seg {
+	const void *p;
+	uint64_t len;
+};
+
+/* An open file and how it is being accessed. */
+struct pin__file {
+	int fd;
+	int direct;		/* opened with O_DIRECT */
+	uint64_t size;		/* st_size at open */
+	const char *path;	/* for messages; not owned */
+};
+
+/* Format "fmt: strerror(err)" into buf (len bytes); returns err. */
+int pin__io_fail(char *buf, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Resolve opts (NULL: defaults) into *out; -EINVAL on bad values. */
+int pin__io_opts(const struct pin_io_opts *opts, struct pin_io_opts *out,
+		 struct pin_io_stats *st);
+
+/*
+ * Open path for reading, O_DIRECT unless asked not to or refused (then
+ * buffered, with the reason in st->fallback_reason).
+ */
+int pin__io_open_read(struct pin__file *f, const char *path,
+		      const struct pin_io_opts *o, struct pin_io_stats *st);
+/* Create (or truncate) path for writing, O_DIRECT where allowed. */
+int pin__io_open_write_new(struct pin__file *f, const char *path,
+			   const struct pin_io_opts *o, struct pin_io_stats *st);
+void pin__io_close(struct pin__file *f);
+
+/*
+ * Read file bytes [aoff, aoff + span) (aoff aligned) into dst; bytes up to
+ * need_end must exist (else -EIO), later ones may be past EOF. Falls back to
+ * buffered (reopening f) if an O_DIRECT read is refused. Checks that the
+ * file did not change size. Adds to st's counters.
+ */
+int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
+		    uint64_t span, uint64_t need_end,
+		    const struct pin_io_opts *o, struct pin_io_stats *st);
+
+/*
+ * Write the segments back to back at file_off (aligned) of an fd opened for
+ * writing (direct says whether with O_DIRECT), through aligned bounce
+ * buffers; the last block is zero-padded on the O_DIRECT path and the file
+ * then truncated to file_off + total when it was extended (extend set).
+ */
+int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
+		     size_t nseg, uint64_t file_off,
+		     const struct pin_io_opts *o, struct pin_io_stats *st);
+
+uint64_t pin__now_ns(void);
+
+#endif /* LIBPIN_IO_INTERNAL_H */
