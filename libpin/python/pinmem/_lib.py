@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: MIT
+"""ctypes declarations for libpin (include/pin.h). Internal to pinmem.
+
+The library is found, in this order: the file named by $PINMEM_LIBPIN; the
+checkout's build (build/lib/libpin.so.0, three folders above this file);
+the installed libpin.so.0 through the dynamic loader.
+"""
+import ctypes
+import os
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int,
+                    c_size_t, c_uint, c_uint32, c_uint64, c_void_p)
+
+PIN_BACKEND_AUTO = 0
+PIN_BACKEND_DEVICE = 1
+PIN_BACKEND_PORTABLE = 2
+
+PIN_ALLOC_FALLBACK = 1 << 0
+
+PIN_STATE_OPEN = 1
+PIN_STATE_SEALED = 2
+PIN_STATE_DONATED = 3
+
+PIN_HOLDER_OWNER = 1
+PIN_HOLDER_VIEW = 2
+
+PIN_VIEW_WRITE = 1 << 0
+
+PROT_READ = 0x1
+PROT_WRITE = 0x2
+PROT_EXEC = 0x4
+
+pid_t = ctypes.c_int
+uid_t = ctypes.c_uint
+
+
+class PinDevInfo(Structure):
+    _fields_ = [
+        ("backend", c_int),
+        ("abi_version", c_uint32),
+        ("abi_min_compat", c_uint32),
+        ("chunk_size", c_uint64),
+        ("max_total_bytes", c_uint64),
+        ("max_region_bytes", c_uint64),
+        ("total_bytes", c_uint64),
+        ("nr_regions", c_uint64),
+        ("nr_mappings", c_uint64),
+        ("nr_view_fds", c_uint64),
+    ]
+
+
+class PinRegionInfo(Structure):
+    _fields_ = [
+        ("id", c_uint64),
+        ("size", c_uint64),
+        ("state", c_int),
+        ("donate_pending", c_int),
+        ("chunk_order", c_uint),
+        ("min_order", c_uint),
+        ("nr_chunks", c_uint64),
+        ("nr_fallback_chunks", c_uint64),
+        ("owner_mappings", c_uint64),
+        ("view_mappings", c_uint64),
+        ("writable_view_mappings", c_uint64),
+        ("view_fds", c_uint64),
+        ("owner_uid", uid_t),
+        ("owner_pid", pid_t),
+    ]
+
+
+class PinHolder(Structure):
+    _fields_ = [
+        ("pid", pid_t),
+        ("kind", c_int),
+        ("start", c_uint64),
+        ("length", c_uint64),
+        ("offset", c_uint64),
+        ("prot", c_int),
+        ("maywrite", c_int),
+        ("comm", c_char * 16),
+    ]
+
+
+PinIoProgress = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
+
+
+class PinIoOpts(Structure):
+    _fields_ = [
+        ("queue_depth", c_uint),
+        ("request_size", c_uint32),
+        ("flags", c_uint),
+        ("progress", PinIoProgress),
+        ("progress_arg", c_void_p),
+    ]
+
+
+class PinIoStats(Structure):
+    _fields_ = [
+        ("bytes", c_uint64),
+        ("ns", c_uint64),
+        ("requests", c_uint64),
+        ("short_ios", c_uint64),
+        ("retries", c_uint64),
+        ("queue_depth", c_uint32),
+        ("request_size", c_uint32),
+        ("direct", c_int),
+        ("fixed_buffers", c_int),
+        ("fallback_reason", c_char * 192),
+        ("error", c_char * 512),
+    ]
+
+
+class PinStTensor(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("dtype", c_int),
+        ("ndim", c_uint),
+        ("shape", POINTER(c_uint64)),
+        ("nbytes", c_uint64),
+        ("region", c_void_p),
+        ("region_offset", c_uint64),
+        ("data", c_void_p),
+        ("file_offset", c_uint64),
+        ("file_index", c_uint),
+    ]
+
+
+# Opaque handles are plain void pointers on the Python side.
+_dev = c_void_p
+_region = c_void_p
+_view = c_void_p
+_st = c_void_p
+
+# name: (restype, argtypes). Every libpin function the binding calls.
+_PROTOTYPES = {
+    "pin_open": (c_int, [POINTER(c_void_p), c_int]),
+    "pin_close": (None, [_dev]),
+    "pin_dev_backend": (c_int, [_dev]),
+    "pin_backend_name": (c_char_p, [c_int]),
+    "pin_dev_error": (c_char_p, [_dev]),
+    "pin_dev_info": (c_int, [_dev, POINTER(PinDevInfo)]),
+    "pin_state_name": (c_char_p, [c_int]),
+    "pin_alloc": (c_int, [_dev, c_uint64, c_uint, POINTER(c_void_p)]),
+    "pin_region_import": (c_int, [_dev, c_int, POINTER(c_void_p)]),
+    "pin_region_free": (c_int, [_region]),
+    "pin_region_fd": (c_int, [_region]),
+    "pin_region_size": (c_uint64, [_region]),
+    "pin_region_id": (c_uint64, [_region]),
+    "pin_region_error": (c_char_p, [_region]),
+    "pin_region_map": (c_int, [_region, POINTER(c_void_p)]),
+    "pin_region_unmap": (c_int, [_region]),
+    "pin_region_info": (c_int, [_region, POINTER(PinRegionInfo)]),
+    "pin_seal": (c_int, [_region]),
+    "pin_donate": (c_int, [_region, c_int]),
+    "pin_publish": (c_int, [_region]),
+    "pin_reopen": (c_int, [_region]),
+    "pin_holders": (c_int, [_region, POINTER(PinHolder), c_size_t]),
+    "pin_holder_format": (c_int, [POINTER(PinHolder), c_char_p, c_size_t]),
+    "pin_view_create": (c_int, [_region, c_uint64, c_uint64, c_uint,
+                                POINTER(c_void_p)]),
+    "pin_view_close": (None, [_view]),
+    "pin_view_error": (c_char_p, [_view]),
+    "pin_view_map": (c_int, [_view, c_int, POINTER(c_void_p)]),
+    "pin_view_unmap": (c_int, [_view, c_void_p]),
+}
+
+# Checkpoint I/O; optional so that a libpin without it still serves views.
+_OPTIONAL = {
+    "pin_dtype_name": (c_char_p, [c_int]),
+    "pin_dtype_from_name": (c_int, [c_char_p]),
+    "pin_dtype_bits": (c_uint, [c_int]),
+    "pin_st_new": (_st, []),
+    "pin_st_free": (None, [_st]),
+    "pin_st_error": (c_char_p, [_st]),
+    "pin_st_load": (c_int, [_st, _dev, c_char_p, POINTER(PinIoOpts)]),
+    "pin_st_count": (c_size_t, [_st]),
+    "pin_st_tensor": (c_int, [_st, c_size_t, POINTER(PinStTensor)]),
+    "pin_st_metadata_count": (c_size_t, [_st]),
+    "pin_st_metadata": (c_int, [_st, c_size_t, POINTER(c_char_p),
+                                POINTER(c_char_p)]),
+    "pin_st_file_count": (c_size_t, [_st]),
+    "pin_st_file_path": (c_char_p, [_st, c_size_t]),
+    "pin_st_region": (_region, [_st, c_size_t]),
+    "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),
+    "pin_st_save": (c_int, [_st, c_char_p, POINTER(PinStTensor), c_size_t,
+                            POINTER(c_char_p), POINTER(c_char_p), c_size_t,
+                            POINTER(PinIoOpts)]),
+}
+
+
+def _candidates():
+    env = os.environ.get("PINMEM_LIBPIN")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.normpath(os.path.join(here, "..", "..", ".."))
+    return [os.path.join(top, "build", "lib", "libpin.so.0"), "libpin.so.0"]
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            errors.append("%s: no such file" % path)
+            continue
+        try:
+            lib = ctypes.CDLL(path, use_errno=False)
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+            continue
+        for name, (res, args) in _PROTOTYPES.items():
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+        for name, (res, args) in _OPTIONAL.items():
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = res
+                fn.argtypes = args
+        lib.pinmem_path = path
+        return lib
+    raise ImportError("pinmem: cannot load libpin (" + "; ".join(errors) +
+                      "); build it with make, or set PINMEM_LIBPIN")
+
+
+lib = _load()
+
+
+def has(name):
+    """Whether this libpin exports name (checkpoint I/O is optional)."""
+    return hasattr(lib, name)
+
+
+def text(b):
+    return b.decode("utf-8", "replace") if b else ""

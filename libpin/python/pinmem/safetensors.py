@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: MIT
+"""safetensors checkpoints in pinned memory, through libpin's reader and
+writer (io_uring, O_DIRECT where the filesystem allows it)."""
+import ctypes
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _lib, dtypes
+from ._lib import lib
+from .core import PinError, PinnedArray, _ViewMapping, _check
+from .core import open as _open
+
+
+def _need(name):
+    if not _lib.has(name):
+        raise PinError(38, "this libpin (%s) has no %s: checkpoint I/O is "
+                       "not built in" % (lib.pinmem_path, name))
+
+
+def _opts(queue_depth, request_size, direct):
+    o = _lib.PinIoOpts()
+    o.queue_depth = queue_depth or 0
+    o.request_size = request_size or 0
+    o.flags = 0 if direct else 1        # PIN_IO_BUFFERED
+    return o
+
+
+def _stats(ck):
+    s = _lib.PinIoStats()
+    if lib.pin_st_stats(ck, ctypes.byref(s)) < 0:
+        return {}
+    secs = s.ns / 1e9
+    return {"bytes": s.bytes, "seconds": secs,
+            "gb_per_s": (s.bytes / secs / 1e9) if secs > 0 else 0.0,
+            "requests": s.requests, "short_ios": s.short_ios,
+            "retries": s.retries, "queue_depth": s.queue_depth,
+            "request_size": s.request_size, "direct": bool(s.direct),
+            "fixed_buffers": bool(s.fixed_buffers),
+            "fallback_reason": _lib.text(s.fallback_reason)}
+
+
+class _St:
+    """A pin_st context, freed on exit (with the regions it loaded; views
+    made of them stay valid)."""
+
+    def __init__(self):
+        _need("pin_st_new")
+        self.ptr = lib.pin_st_new()
+        if not self.ptr:
+            raise MemoryError("pinmem: pin_st_new")
+
+    def err(self):
+        return lib.pin_st_error(self.ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        lib.pin_st_free(self.ptr)
+        self.ptr = None
+        return False
+
+
+def _tensor_dtype(code):
+    name = _lib.text(lib.pin_dtype_name(code))
+    try:
+        return name, dtypes.from_name(name)
+    except KeyError:
+        # No NumPy form (F4, F6_*, F8_E8M0): raw bytes, format noted.
+        # Sub-byte formats come as their packed bytes (shape (nbytes,)).
+        return name, np.dtype("u1", metadata={dtypes.FORMAT_KEY: name})
+
+
+class Checkpoint(Mapping):
+    """A loaded checkpoint: name -> read-only array over pinned memory.
+
+    Each file was read into its own region, which was then sealed; the
+    tensors of one file share one read-only view mapping of that region,
+    which lives as long as any of them. Tensors whose format NumPy lacks
+    (F4, F6, F8_E8M0; BF16/F8 without ml_dtypes) are raw bytes or raw
+    integers whose dtype metadata names the format (pinmem.format_of).
+
+    Attributes: metadata (the __metadata__ map), files (paths, in load
+    order), region_ids, stats (the load's I/O: bytes, seconds, gb_per_s,
+    direct, fixed_buffers, fallback_reason, requests, ...), formats
+    (name -> safetensors dtype name)."""
+
+    def __init__(self, arrays, formats, metadata, files, region_ids, stats):
+        self._arrays = arrays
+        self.formats = formats
+        self.metadata = metadata
+        self.files = files
+        self.region_ids = region_ids
+        self.stats = stats
+
+    def __getitem__(self, name):
+        return self._arrays[name]
+
+    def __iter__(self):
+        return iter(self._arrays)
+
+    def __len__(self):
+        return len(self._arrays)
+
+    def close(self):
+        """Drop the checkpoint's references to its tensors; each file's
+        view mapping goes with the last of its tensors."""
+        self._arrays = {}
+
+    def __repr__(self):
+        return "<pinmem.Checkpoint %d tensors in %d file(s)>" % (
+            len(self._arrays), len(self.files))
+
+
+def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
+                     direct=True):
+    """Load a .safetensors file, or the shards of a
+    .safetensors.index.json, into pinned regions (one per file, sealed)
+    with libpin's io_uring reader, and return a Checkpoint: a mapping of
+    name -> read-only NumPy view. dev: a pinmem Device (default: open
+    one). direct=False reads without O_DIRECT."""
+    _need("pin_st_load")
+    own_dev = dev is None
+    if own_dev:
+        dev = _open()
+    try:
+        opts = _opts(queue_depth, request_size, direct)
+        with _St() as ck:
+            _check(lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
+                                   ctypes.byref(opts)), ck.err,
+                   "load %s" % path)
+            stats = _stats(ck.ptr)
+            files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
+                     for i in range(lib.pin_st_file_count(ck.ptr))]
+            raws, region_ids, by_region = [], [], {}
+            for i in range(len(files)):
+                rp = lib.pin_st_region(ck.ptr, i)
+                if not rp:
+                    raise PinError(5, "load %s: file %s has no region" %
+                                   (path, files[i]))
+                rid = lib.pin_region_id(rp)
+                m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
+                                 False, lambda rp=rp: lib.pin_region_error(rp),
+                                 None)
+                raw = np.asarray(m)
+                raws.append(raw)
+                region_ids.append(rid)
+                by_region[rp] = raw
+            arrays, formats = {}, {}
+            t = _lib.PinStTensor()
+            for i in range(lib.pin_st_count(ck.ptr)):
+                _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
+                       ck.err, "tensor %d" % i)
+                name = _lib.text(t.name)
+                fmt, dt = _tensor_dtype(t.dtype)
+                shape = tuple(t.shape[k] for k in range(t.ndim))
+                if lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize:
+                    shape = (t.nbytes,)     # F4, F6: packed, as bytes
+                n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+                if n != t.nbytes:
+                    raise PinError(22, "load %s: tensor %s: %d bytes for "
+                                   "shape %s of %s" %
+                                   (path, name, t.nbytes, shape, fmt))
+                raw = by_region[t.region]
+                arrays[name] = np.ndarray.__new__(
+                    PinnedArray, shape, dtype=dt, buffer=raw,
+                    offset=t.region_offset)
+                formats[name] = fmt
+            meta = {}
+            for i in range(lib.pin_st_metadata_count(ck.ptr)):
+                k, v = ctypes.c_char_p(), ctypes.c_char_p()
+                if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
+                                       ctypes.byref(v)) == 0:
+                    meta[_lib.text(k.value)] = _lib.text(v.value)
+        return Checkpoint(arrays, formats, meta, files, region_ids, stats)
+    finally:
+        if own_dev:
+            dev.close()
+
+
+def save_safetensors(path, arrays, metadata=None, queue_depth=None,
+                     request_size=None, direct=True):
+    """Write arrays (a mapping, or pairs, of name -> array) to path as a
+    safetensors file with libpin's writer (written to a temporary name,
+    fsynced, renamed over path). The dtype names the format: bfloat16 and
+    float8 through ml_dtypes or pinmem's raw dtypes (pinmem.as_format).
+    Returns the I/O stats."""
+    _need("pin_st_save")
+    items = list(arrays.items()) if isinstance(arrays, Mapping) \
+        else list(arrays)
+    n = len(items)
+    tensors = (_lib.PinStTensor * max(n, 1))()
+    keep = []
+    for i, (name, a) in enumerate(items):
+        a = np.asarray(a)
+        fmt = dtypes.format_of(a)
+        code = lib.pin_dtype_from_name(fmt.encode())
+        if code <= 0:
+            raise ValueError("pinmem: libpin does not know dtype %s" % fmt)
+        a = np.ascontiguousarray(a)
+        bname = name.encode("utf-8")
+        shape = (ctypes.c_uint64 * max(a.ndim, 1))(*a.shape)
+        keep += [a, bname, shape]
+        t = tensors[i]
+        t.name = bname
+        t.dtype = code
+        t.ndim = a.ndim
+        t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_uint64))
+        t.nbytes = a.nbytes
+        t.data = a.ctypes.data if a.nbytes else None
+    meta = list((metadata or {}).items())
+    keys = (ctypes.c_char_p * max(len(meta), 1))(
+        *[k.encode() for k, _ in meta])
+    vals = (ctypes.c_char_p * max(len(meta), 1))(
+        *[v.encode() for _, v in meta])
+    opts = _opts(queue_depth, request_size, direct)
+    with _St() as ck:
+        _check(lib.pin_st_save(ck.ptr, os.fsencode(path), tensors, n, keys,
+                               vals, len(meta), ctypes.byref(opts)),
+               ck.err, "save %s" % path)
+        return _stats(ck.ptr)

@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pytest setup for the pinmem binding's tests.
+
+TAP: when $PINMEM_TAP_FD names an open file descriptor, one TAP line per
+test ("ok N - nodeid", "not ok N - nodeid", "ok N - nodeid # SKIP why") and
+a closing plan go there, each written whole at column 0, apart from
+pytest's own output (which tests/*.d/50-python turns into TAP comments).
+A module that fails to import is a "not ok" line of its own.
+"""
+import os
+import sys
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "libpin", "python"))
+
+import pinmem  # noqa: E402
+
+
+class _Tap:
+    def __init__(self, fd):
+        self.fd = fd
+        self.n = 0
+        self.failed = {}
+
+    def line(self, text):
+        text = text.replace("\n", " ")
+        os.write(self.fd, (text + "\n").encode("utf-8", "replace"))
+
+    def result(self, ok, name, directive=""):
+        self.n += 1
+        self.line("%s %d - %s%s" % ("ok" if ok else "not ok", self.n, name,
+                                    directive))
+
+
+_tap = None
+
+
+def pytest_configure(config):
+    global _tap
+    fd = os.environ.get("PINMEM_TAP_FD")
+    if fd:
+        _tap = _Tap(int(fd))
+
+
+def pytest_collectreport(report):
+    if _tap and report.failed:
+        _tap.result(False, "collect %s" % report.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    """One TAP line per test, written at its teardown (a failure in any
+    phase fails the test; a skip in setup or call skips it)."""
+    if _tap is None:
+        return
+    key = report.nodeid
+    if report.when in ("setup", "call"):
+        if report.failed:
+            _tap.failed.setdefault(key, "%s failed" % report.when)
+        elif report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) \
+                else str(report.longrepr)
+            if reason.startswith("Skipped: "):
+                reason = reason[len("Skipped: "):]
+            _tap.failed.setdefault(key, "# SKIP " + reason)
+        return
+    # teardown
+    verdict = _tap.failed.pop(key, None)
+    if report.failed and (verdict is None or verdict.startswith("# SKIP")):
+        verdict = "teardown failed"
+    if verdict is None:
+        _tap.result(True, key)
+    elif verdict.startswith("# SKIP"):
+        _tap.result(True, key, " " + verdict)
+    else:
+        _tap.result(False, key, " (%s)" % verdict)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _tap is None:
+        return
+    if _tap.n == 0:
+        _tap.result(False, "pytest collected no tests (exit %d)" %
+                    int(exitstatus))
+    _tap.line("1..%d" % _tap.n)
+
+
+# ---- fixtures --------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def dev():
+    d = pinmem.open()
+    yield d
+    d.close()
+
+
+@pytest.fixture
+def region(dev):
+    r = dev.alloc(4 << 20)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def device_only(dev):
+    if dev.backend != "device":
+        pytest.skip("needs the pinmem module (portable backend: no "
+                    "kernel-counted views, holders or donation)")
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """A folder for files: the guest's ext4 scratch disk (O_DIRECT works)
+    when there is one, else pytest's tmp_path."""
+    base = os.environ.get("PINMEM_SCRATCH")
+    if base and os.path.isdir(base):
+        import tempfile
+        import shutil
+        d = tempfile.mkdtemp(prefix="pytest-", dir=base)
+        yield d
+        shutil.rmtree(d, ignore_errors=True)
+    else:
+        yield str(tmp_path)
