@@ -199,7 +199,8 @@ def save_safetensors(path, arrays, metadata=None, queue_depth=None,
         code = lib.pin_dtype_from_name(fmt.encode())
         if code <= 0:
             raise ValueError("pinmem: libpin does not know dtype %s" % fmt)
-        a = np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:
+            a = a.copy(order="C")     # (ascontiguousarray makes 0-d 1-d)
         bname = name.encode("utf-8")
         shape = (ctypes.c_uint64 * max(a.ndim, 1))(*a.shape)
         keep += [a, bname, shape]
