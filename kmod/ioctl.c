@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: ioctls of the device, region and view fds. Arguments are
+ * validated here (unknown flags, reserved fields, lengths: EINVAL); every
+ * struct copied out is zeroed first. Foreign ioctl numbers: ENOTTY.
+ */
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "pinmem.h"
+
+static int pinmem_ioc_version(void __user *arg)
+{
+	struct pinmem_version v;
+
+	memset(&v, 0, sizeof(v));
+	v.abi_version = PINMEM_ABI_VERSION;
+	v.abi_min_compat = PINMEM_ABI_MIN_COMPAT;
+	v.chunk_size = PINMEM_CHUNK_SIZE;
+	return copy_to_user(arg, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+static int pinmem_ioc_dev_info(void __user *arg)
+{
+	struct pinmem_dev_info d;
+
+	memset(&d, 0, sizeof(d));
+	d.max_total_bytes = READ_ONCE(pinmem_max_total_bytes);
+	d.max_region_bytes = READ_ONCE(pinmem_max_region_bytes);
+	d.total_bytes = (u64)atomic64_read(&pinmem_totals.pages) << PAGE_SHIFT;
+	d.nr_regions = atomic64_read(&pinmem_totals.regions);
+	d.nr_mappings = atomic64_read(&pinmem_totals.mappings);
+	d.nr_view_fds = atomic64_read(&pinmem_totals.view_fds);
+	return copy_to_user(arg, &d, sizeof(d)) ? -EFAULT : 0;
+}
+
+/*
+ * Install a new file as an fd only once the caller's struct, holding the
+ * fd number, has been copied out: a failed copy leaves no fd behind.
+ */
+static int pinmem_install_fd(struct file *file, void __user *arg,
+			     void *karg, size_t size, __s32 *fdp)
+{
+	int fd = get_unused_fd_flags(O_CLOEXEC);
+
+	if (fd < 0) {
+		fput(file);
+		return fd;
+	}
+	*fdp = fd;
+	if (copy_to_user(arg, karg, size)) {
+		put_unused_fd(fd);
+		fput(file);
+		return -EFAULT;
+	}
+	fd_install(fd, file);
+	return 0;
+}
+
+static int pinmem_ioc_alloc(void __user *arg)
+{
+	struct pinmem_region *region;
+	struct pinmem_alloc a;
+	struct file *file;
+	u64 size;
+	int ret;
+
+	if (copy_from_user(&a, arg, sizeof(a)))
+		return -EFAULT;
+	if (!a.size || a.flags & ~PINMEM_ALLOC_FLAGS || a.reserved)
+		return -EINVAL;
+	if (a.size > U64_MAX - PAGE_SIZE + 1)
+		return -EINVAL;
+	size = PAGE_ALIGN(a.size);
+	if (size > READ_ONCE(pinmem_max_region_bytes))
+		return -EINVAL;
+
+	ret = pinmem_region_create(size, a.flags, &region);
+	if (ret)
+		return ret;
+	file = pinmem_region_file(region);
+	if (IS_ERR(file)) {
+		pinmem_region_put(region);
+		return PTR_ERR(file);
+	}
+	a.region_id = region->id;
+	return pinmem_install_fd(file, arg, &a, sizeof(a), &a.fd);
+}
+
+static int pinmem_ioc_list(void __user *arg)
+{
+	struct pinmem_region_info *buf = NULL;
+	struct pinmem_list l;
+	u32 count;
+	int ret;
+
+	if (copy_from_user(&l, arg, sizeof(l)))
+		return -EFAULT;
+	if (l.reserved || l.capacity > PINMEM_MAX_RECORDS)
+		return -EINVAL;
+	if (l.capacity) {
+		buf = kvcalloc(l.capacity, sizeof(*buf), GFP_KERNEL_ACCOUNT);
+		if (!buf)
+			return -ENOMEM;
+	}
+	ret = pinmem_region_list(buf, l.capacity, &count);
+	if (!ret && copy_to_user(u64_to_user_ptr(l.regions_ptr), buf,
+				 array_size(min(count, l.capacity),
+					    sizeof(*buf))))
+		ret = -EFAULT;
+	kvfree(buf);
+	if (ret)
+		return ret;
+	l.count = count;
+	return copy_to_user(arg, &l, sizeof(l)) ? -EFAULT : 0;
+}
+
+/* HOLDERS for a region already found; q has been validated. */
+static int pinmem_holders(struct pinmem_region *region,
+			  struct pinmem_holders *q, void __user *arg)
+{
+	struct pinmem_holder *buf = NULL;
+	u32 count;
+
+	if (q->capacity) {
+		buf = kvcalloc(q->capacity, sizeof(*buf), GFP_KERNEL_ACCOUNT);
+		if (!buf)
+			return -ENOMEM;
+	}
+	count = pinmem_holders_snapshot(region, buf, q->capacity);
+	if (copy_to_user(u64_to_user_ptr(q->holders_ptr), buf,
+			 array_size(min(count, q->capacity), sizeof(*buf)))) {
+		kvfree(buf);
+		return -EFAULT;
+	}
+	kvfree(buf);
+	q->count = count;
+	return copy_to_user(arg, q, sizeof(*q)) ? -EFAULT : 0;
+}
+
+static int pinmem_holders_args(struct pinmem_holders *q, void __user *arg)
+{
+	if (copy_from_user(q, arg, sizeof(*q)))
+		return -EFAULT;
+	if (q->reserved || q->capacity > PINMEM_MAX_RECORDS)
+		return -EINVAL;
+	return 0;
+}
+
+static int pinmem_ioc_holders_by_id(void __user *arg)
+{
+	struct pinmem_region *region;
+	struct pinmem_holders q;
+	int ret;
+
+	ret = pinmem_holders_args(&q, arg);
+	if (ret)
+		return ret;
+	region = pinmem_region_get_by_id(q.region_id);
+	if (!region)
+		return -ENOENT;
+	if (pinmem_region_visible(region))
+		ret = pinmem_holders(region, &q, arg);
+	else
+		ret = -ENOENT;
+	pinmem_region_put(region);
+	return ret;
+}
+
+/* HOLDERS on a region or view fd: region_id must be 0. */
+static int pinmem_ioc_holders(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_holders q;
+	int ret;
+
+	ret = pinmem_holders_args(&q, arg);
+	if (ret)
+		return ret;
+	if (q.region_id)
+		return -EINVAL;
+	return pinmem_holders(region, &q, arg);
+}
+
+static int pinmem_ioc_info(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_region_info info;
+
+	pinmem_region_fill_info(region, &info);
+	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static int pinmem_ioc_view(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_view v;
+	struct file *file;
+	int ret;
+
+	if (copy_from_user(&v, arg, sizeof(v)))
+		return -EFAULT;
+	if (v.flags & ~PINMEM_VIEW_FLAGS || v.reserved)
+		return -EINVAL;
+	if (!v.length || !PAGE_ALIGNED(v.offset) || !PAGE_ALIGNED(v.length))
+		return -EINVAL;
+	if (v.offset > region->size || v.length > region->size - v.offset)
+		return -EINVAL;
+	ret = pinmem_view_create(region, &v, &file);
+	if (ret)
+		return ret;
+	return pinmem_install_fd(file, arg, &v, sizeof(v), &v.fd);
+}
+
+static int pinmem_ioc_view_info(struct pinmem_view_file *view,
+				void __user *arg)
+{
+	struct pinmem_view_info vi;
+
+	memset(&vi, 0, sizeof(vi));
+	vi.region_id = view->region->id;
+	vi.offset = (u64)view->pgoff << PAGE_SHIFT;
+	vi.length = (u64)view->nr_pages << PAGE_SHIFT;
+	vi.flags = view->flags;
+	return copy_to_user(arg, &vi, sizeof(vi)) ? -EFAULT : 0;
+}
+
+static int pinmem_ioc_transition(struct pinmem_region *region,
+				 unsigned int cmd, void __user *arg)
+{
+	struct pinmem_transition t;
+
+	if (copy_from_user(&t, arg, sizeof(t)))
+		return -EFAULT;
+	if (t.reserved)
+		return -EINVAL;
+	if (cmd == PINMEM_IOC_DONATE) {
+		if (t.flags & ~PINMEM_DONATE_FLAGS)
+			return -EINVAL;
+		if (t.timeout_ms && !(t.flags & PINMEM_DONATE_WAIT))
+			return -EINVAL;
+		return pinmem_donate(region, t.flags, t.timeout_ms);
+	}
+	if (t.flags || t.timeout_ms)
+		return -EINVAL;
+	switch (cmd) {
+	case PINMEM_IOC_SEAL:
+		return pinmem_seal(region);
+	case PINMEM_IOC_PUBLISH:
+		return pinmem_publish(region);
+	default:
+		return pinmem_reopen(region);
+	}
+}
+
+long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case PINMEM_IOC_VERSION:
+		return pinmem_ioc_version(uarg);
+	case PINMEM_IOC_DEV_INFO:
+		return pinmem_ioc_dev_info(uarg);
+	case PINMEM_IOC_ALLOC:
+		return pinmem_ioc_alloc(uarg);
+	case PINMEM_IOC_LIST:
+		return pinmem_ioc_list(uarg);
+	case PINMEM_IOC_HOLDERS:
+		return pinmem_ioc_holders_by_id(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+long pinmem_region_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	struct pinmem_region *region = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case PINMEM_IOC_VERSION:
+		return pinmem_ioc_version(uarg);
+	case PINMEM_IOC_INFO:
+		return pinmem_ioc_info(region, uarg);
+	case PINMEM_IOC_VIEW:
+		return pinmem_ioc_view(region, uarg);
+	case PINMEM_IOC_HOLDERS:
+		return pinmem_ioc_holders(region, uarg);
+	case PINMEM_IOC_SEAL:
+	case PINMEM_IOC_DONATE:
+	case PINMEM_IOC_PUBLISH:
+	case PINMEM_IOC_REOPEN:
+		return pinmem_ioc_transition(region, cmd, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct pinmem_view_file *view = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case PINMEM_IOC_VERSION:
+		return pinmem_ioc_version(uarg);
+	case PINMEM_IOC_INFO:
+		return pinmem_ioc_info(view->region, uarg);
+	case PINMEM_IOC_VIEW_INFO:
+		return pinmem_ioc_view_info(view, uarg);
+	case PINMEM_IOC_HOLDERS:
+		return pinmem_ioc_holders(view->region, uarg);
+	default:
+		return -ENOTTY;
+	}
+}

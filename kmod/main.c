@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: kernel-arbitrated pinned host memory.
+ *
+ * The misc device /dev/pinmem, the module's limits and its counters.
+ */
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/sizes.h>
+
+#include "pinmem.h"
+
+struct pinmem_totals pinmem_totals;
+
+unsigned long long pinmem_max_total_bytes;
+module_param_named(max_total_bytes, pinmem_max_total_bytes, ullong, 0644);
+MODULE_PARM_DESC(max_total_bytes,
+		 "Bytes all regions may hold together (0: no module limit)");
+
+unsigned long long pinmem_max_region_bytes = 64ULL * SZ_1G;
+module_param_named(max_region_bytes, pinmem_max_region_bytes, ullong, 0644);
+MODULE_PARM_DESC(max_region_bytes, "Largest region, in bytes");
+
+static struct dentry *pinmem_debugfs;
+
+static const struct file_operations pinmem_dev_fops = {
+	.owner		= THIS_MODULE,
+	.unlocked_ioctl	= pinmem_dev_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice pinmem_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= "pinmem",
+	.fops	= &pinmem_dev_fops,
+	.mode	= 0666,
+};
+
+#define PINMEM_COUNTER(name, expr)					\
+static int pinmem_##name##_get(void *data, u64 *val)			\
+{									\
+	*val = (expr);							\
+	return 0;							\
+}									\
+DEFINE_DEBUGFS_ATTRIBUTE(pinmem_##name##_fops, pinmem_##name##_get,	\
+			 NULL, "%llu\n")
+
+PINMEM_COUNTER(regions, atomic64_read(&pinmem_totals.regions));
+PINMEM_COUNTER(pages, atomic64_read(&pinmem_totals.pages));
+PINMEM_COUNTER(mappings, atomic64_read(&pinmem_totals.mappings));
+PINMEM_COUNTER(view_fds, atomic64_read(&pinmem_totals.view_fds));
+
+static void pinmem_debugfs_init(void)
+{
+	pinmem_debugfs = debugfs_create_dir("pinmem", NULL);
+	debugfs_create_file_unsafe("regions", 0444, pinmem_debugfs, NULL,
+				   &pinmem_regions_fops);
+	debugfs_create_file_unsafe("pages", 0444, pinmem_debugfs, NULL,
+				   &pinmem_pages_fops);
+	debugfs_create_file_unsafe("mappings", 0444, pinmem_debugfs, NULL,
+				   &pinmem_mappings_fops);
+	debugfs_create_file_unsafe("view_fds", 0444, pinmem_debugfs, NULL,
+				   &pinmem_view_fds_fops);
+}
+
+static int __init pinmem_init(void)
+{
+	int ret;
+
+	ret = misc_register(&pinmem_misc);
+	if (ret)
+		return ret;
+	pinmem_debugfs_init();
+	return 0;
+}
+
+static void __exit pinmem_exit(void)
+{
+	debugfs_remove_recursive(pinmem_debugfs);
+	misc_deregister(&pinmem_misc);
+}
+
+module_init(pinmem_init);
+module_exit(pinmem_exit);
+
+MODULE_DESCRIPTION("Kernel-arbitrated pinned host memory");
+MODULE_LICENSE("GPL");

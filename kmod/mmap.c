@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: mappings. Owner mappings (mmap of a region fd) and view mappings
+ * (mmap of a view fd) insert the region's pages as ordinary struct pages,
+ * so GUP works on them. Every VMA carries its own holder record; vm_ops
+ * open/close keep the region's counts exact through fork, VMA splits,
+ * mremap and exit.
+ *
+ * Locking: vm_ops and ->mmap run under mmap_lock and take the region lock
+ * inside it. The region lock is never held while mapping pages, nor across
+ * copies to or from user space.
+ */
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/pid_namespace.h>
+#include <linux/rcupdate.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "compat.h"
+#include "pinmem.h"
+
+#define PINMEM_INSERT_BATCH	64
+
+/* Count a new VMA; the caller holds region->lock. */
+static void pinmem_count(struct pinmem_holder_rec *rec, int delta)
+{
+	struct pinmem_region *region = rec->region;
+
+	lockdep_assert_held(&region->lock);
+	if (rec->kind == PINMEM_HOLDER_OWNER) {
+		region->owner_mappings += delta;
+	} else {
+		region->view_mappings += delta;
+		if (rec->maywrite)
+			region->writable_view_mappings += delta;
+	}
+	atomic64_add(delta, &pinmem_totals.mappings);
+}
+
+static void pinmem_rec_add(struct pinmem_holder_rec *rec)
+{
+	struct pinmem_region *region = rec->region;
+
+	lockdep_assert_held(&region->lock);
+	list_add_tail(&rec->node, &region->holders);
+	pinmem_count(rec, 1);
+}
+
+/*
+ * A copy of the VMA being made: split, fork (in the parent's context, for a
+ * VMA of the child's mm), mremap. The new VMA starts with the old VMA's
+ * vm_private_data and gets a record of its own. vm_ops->open cannot fail,
+ * so the small allocation uses __GFP_NOFAIL (a few dozen bytes, the same
+ * kind of allocation the caller has just made for the VMA itself).
+ */
+static void pinmem_vm_open(struct vm_area_struct *vma)
+{
+	struct pinmem_holder_rec *old = vma->vm_private_data;
+	struct pinmem_holder_rec *rec;
+
+	rec = kmalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
+	rec->vma = vma;
+	rec->region = old->region;
+	rec->base = old->base;
+	rec->kind = old->kind;
+	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+	vma->vm_private_data = rec;
+
+	mutex_lock(&rec->region->lock);
+	pinmem_rec_add(rec);
+	mutex_unlock(&rec->region->lock);
+}
+
+static void pinmem_vm_close(struct vm_area_struct *vma)
+{
+	struct pinmem_holder_rec *rec = vma->vm_private_data;
+	struct pinmem_region *region = rec->region;
+
+	mutex_lock(&region->lock);
+	list_del(&rec->node);
+	pinmem_count(rec, -1);
+	if (rec->kind == PINMEM_HOLDER_VIEW && !region->view_mappings)
+		wake_up_all(&region->donate_wq);
+	mutex_unlock(&region->lock);
+	kfree(rec);
+}
+
+static vm_fault_t pinmem_vm_fault(struct vm_fault *vmf)
+{
+	struct pinmem_holder_rec *rec = vmf->vma->vm_private_data;
+	pgoff_t pgoff = rec->base + vmf->pgoff;
+
+	if (pgoff >= rec->region->nr_pages)
+		return VM_FAULT_SIGBUS;
+	return vmf_insert_page(vmf->vma, vmf->address,
+			       pinmem_region_page(rec->region, pgoff));
+}
+
+static const struct vm_operations_struct pinmem_vm_ops = {
+	.open	= pinmem_vm_open,
+	.close	= pinmem_vm_close,
+	.fault	= pinmem_vm_fault,
+};
+
+/*
+ * Map the pages up front, in batches. Best effort: whatever is not inserted
+ * here (no memory for page tables, a fatal signal) is inserted by the fault
+ * handler, so this never fails the mmap.
+ */
+static void pinmem_prefault(struct vm_area_struct *vma,
+			    struct pinmem_region *region, pgoff_t pgoff)
+{
+	struct page *pages[PINMEM_INSERT_BATCH];
+	unsigned long addr = vma->vm_start;
+	unsigned long n, i, left;
+
+	while (addr < vma->vm_end) {
+		n = min_t(unsigned long, PINMEM_INSERT_BATCH,
+			  (vma->vm_end - addr) >> PAGE_SHIFT);
+		for (i = 0; i < n; i++)
+			pages[i] = pinmem_region_page(region, pgoff + i);
+		left = n;
+		if (vm_insert_pages(vma, addr, pages, &left))
+			return;
+		addr += n << PAGE_SHIFT;
+		pgoff += n;
+		if (fatal_signal_pending(current))
+			return;
+		cond_resched();
+	}
+}
+
+/* Checks common to both kinds: MAP_SHARED, bounds. */
+static int pinmem_mmap_check(struct vm_area_struct *vma, pgoff_t nr_pages)
+{
+	unsigned long len = vma_pages(vma);
+
+	/* A read-only fd's MAP_SHARED loses VM_SHARED but keeps VM_MAYSHARE. */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma->vm_pgoff > nr_pages || len > nr_pages - vma->vm_pgoff)
+		return -EINVAL;
+	return 0;
+}
+
+static struct pinmem_holder_rec *pinmem_rec_new(struct vm_area_struct *vma,
+						struct pinmem_region *region,
+						pgoff_t base, u32 kind)
+{
+	struct pinmem_holder_rec *rec;
+
+	rec = kzalloc(sizeof(*rec), GFP_KERNEL_ACCOUNT);
+	if (!rec)
+		return NULL;
+	rec->vma = vma;
+	rec->region = region;
+	rec->base = base;
+	rec->kind = kind;
+	return rec;
+}
+
+/*
+ * VM_DONTEXPAND refuses growth by mremap; VM_DONTCOPY is left clear, so
+ * children inherit mappings (and MADV_DONTFORK/DOFORK work as usual).
+ * VM_MIXEDMAP without VM_PFNMAP: pages stay normal pages for GUP.
+ */
+static void pinmem_vma_setup(struct vm_area_struct *vma,
+			     struct pinmem_holder_rec *rec)
+{
+	pinmem_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &pinmem_vm_ops;
+	vma->vm_private_data = rec;
+}
+
+int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct pinmem_region *region = file->private_data;
+	struct pinmem_holder_rec *rec;
+	int ret;
+
+	ret = pinmem_mmap_check(vma, region->nr_pages);
+	if (ret)
+		return ret;
+	rec = pinmem_rec_new(vma, region, 0, PINMEM_HOLDER_OWNER);
+	if (!rec)
+		return -ENOMEM;
+	pinmem_vma_setup(vma, rec);
+	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+
+	mutex_lock(&region->lock);
+	pinmem_rec_add(rec);
+	mutex_unlock(&region->lock);
+	/* Counted: from here on the mmap cannot fail in this function. */
+	pinmem_prefault(vma, region, vma->vm_pgoff);
+	return 0;
+}
+
+/*
+ * View admission, under the region lock: refused while DONATED or while a
+ * DONATE waits (EBUSY); a read-write mapping only while OPEN (EPERM), and
+ * when the region is not OPEN VM_MAYWRITE goes, so mprotect cannot add
+ * write later. A read-write view fd mapped read-only while OPEN keeps
+ * VM_MAYWRITE and counts as writable, as memfd's F_SEAL_WRITE does.
+ */
+int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct pinmem_view_file *view = file->private_data;
+	struct pinmem_region *region = view->region;
+	struct pinmem_holder_rec *rec;
+	int ret;
+
+	ret = pinmem_mmap_check(vma, view->nr_pages);
+	if (ret)
+		return ret;
+	rec = pinmem_rec_new(vma, region, view->pgoff, PINMEM_HOLDER_VIEW);
+	if (!rec)
+		return -ENOMEM;
+
+	mutex_lock(&region->lock);
+	if (region->state == PINMEM_STATE_DONATED || region->donate_waiters) {
+		ret = -EBUSY;
+	} else if (region->state != PINMEM_STATE_OPEN) {
+		if (vma->vm_flags & VM_WRITE)
+			ret = -EPERM;
+		else
+			pinmem_vm_flags_clear(vma, VM_MAYWRITE);
+	}
+	if (ret) {
+		mutex_unlock(&region->lock);
+		kfree(rec);
+		return ret;
+	}
+	pinmem_vma_setup(vma, rec);
+	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+	pinmem_rec_add(rec);
+	mutex_unlock(&region->lock);
+
+	pinmem_prefault(vma, region, view->pgoff + vma->vm_pgoff);
+	return 0;
+}
+
+static u32 pinmem_prot(vm_flags_t flags)
+{
+	return (flags & VM_READ ? PROT_READ : 0) |
+	       (flags & VM_WRITE ? PROT_WRITE : 0) |
+	       (flags & VM_EXEC ? PROT_EXEC : 0);
+}
+
+/*
+ * The process a VMA belongs to, in the caller's pid namespace. Read from
+ * the VMA's mm when asked, so a fork child is named for the VMAs it
+ * inherited. The VMA (so its mm) stays alive: its record is on the list,
+ * and vm_ops->close takes the region lock, which the caller holds.
+ */
+static void pinmem_holder_task(struct vm_area_struct *vma,
+			       struct pinmem_holder *h)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct task_struct *task;
+
+	rcu_read_lock();
+	task = pinmem_mm_task(vma->vm_mm);
+	if (task) {
+		h->tgid = task_tgid_nr_ns(task, ns);
+		get_task_comm(h->comm, task);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * Fill up to capacity holder records; returns how many mappings exist.
+ * Start, length and protection come from the live VMA: splits and mprotect
+ * change them after the record was made.
+ */
+u32 pinmem_holders_snapshot(struct pinmem_region *region,
+			    struct pinmem_holder *buf, u32 capacity)
+{
+	struct pinmem_holder_rec *rec;
+	u32 n = 0;
+
+	mutex_lock(&region->lock);
+	list_for_each_entry(rec, &region->holders, node) {
+		struct vm_area_struct *vma = rec->vma;
+		struct pinmem_holder *h;
+		unsigned long start, end;
+
+		if (n++ >= capacity)
+			continue;
+		h = &buf[n - 1];
+		memset(h, 0, sizeof(*h));
+		start = READ_ONCE(vma->vm_start);
+		end = READ_ONCE(vma->vm_end);
+		h->kind = rec->kind;
+		h->start = start;
+		h->length = end - start;
+		h->offset = (u64)(rec->base + READ_ONCE(vma->vm_pgoff)) <<
+			    PAGE_SHIFT;
+		h->prot = pinmem_prot(READ_ONCE(vma->vm_flags));
+		h->flags = rec->maywrite ? PINMEM_HOLDER_MAYWRITE : 0;
+		pinmem_holder_task(vma, h);
+	}
+	mutex_unlock(&region->lock);
+	return n;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pinmem: internal structures shared by the module's files.
+ */
+#ifndef _PINMEM_INTERNAL_H
+#define _PINMEM_INTERNAL_H
+
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/pid.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+#include <linux/wait.h>
+
+#include <uapi/pinmem.h>
+
+/* Largest capacity accepted by LIST and HOLDERS (larger: EINVAL). */
+#define PINMEM_MAX_RECORDS	65536U
+
+/*
+ * A region: the pages, their charge, and the state the views obey.
+ * Lifetime: a kref held by the region file and by each view file; VMAs hold
+ * their file, so a mapping keeps the region alive after its fd is closed.
+ */
+struct pinmem_region {
+	struct kref kref;
+	struct list_head node;		/* pinmem_regions, pinmem_regions_lock */
+	u64 id;
+	u64 size;			/* bytes, page multiple */
+	unsigned long nr_pages;		/* size >> PAGE_SHIFT: mappable */
+	unsigned long nr_alloc_pages;	/* whole chunks: allocated, charged */
+
+	/* Chunks in non-increasing order: nr_by_order[o] chunks of order o. */
+	struct page **chunks;
+	unsigned long nr_chunks;
+	unsigned long nr_by_order[PINMEM_CHUNK_ORDER + 1];
+	unsigned int min_order;
+
+	struct user_struct *user;	/* RLIMIT_MEMLOCK charge, or NULL */
+	kuid_t owner_uid;
+	struct pid *owner_pid;		/* tgid of the allocating process */
+
+	/* Everything below is under lock. */
+	struct mutex lock;
+	u32 state;			/* PINMEM_STATE_* */
+	u32 donate_waiters;		/* DONATE calls waiting for views to go */
+	u64 owner_mappings;
+	u64 view_mappings;
+	u64 writable_view_mappings;
+	u64 view_fds;
+	struct list_head holders;	/* struct pinmem_holder_rec */
+	wait_queue_head_t donate_wq;	/* woken when view_mappings drops to 0 */
+};
+
+/* A view file's private data. */
+struct pinmem_view_file {
+	struct pinmem_region *region;
+	pgoff_t pgoff;			/* first region page of the view */
+	pgoff_t nr_pages;
+	u32 flags;			/* PINMEM_VIEW_* */
+};
+
+/* One per VMA, at vm_private_data; on region->holders while the VMA lives. */
+struct pinmem_holder_rec {
+	struct list_head node;
+	struct vm_area_struct *vma;
+	struct pinmem_region *region;
+	pgoff_t base;			/* region page of file offset 0 */
+	u32 kind;			/* PINMEM_HOLDER_* */
+	bool maywrite;			/* VM_MAYWRITE when counted */
+};
+
+/* Global totals (main.c), for debugfs and DEV_INFO. */
+struct pinmem_totals {
+	atomic64_t regions;
+	atomic64_t pages;
+	atomic64_t mappings;
+	atomic64_t view_fds;
+};
+
+extern struct pinmem_totals pinmem_totals;
+extern unsigned long long pinmem_max_total_bytes;
+extern unsigned long long pinmem_max_region_bytes;
+
+/* region.c */
+int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out);
+void pinmem_region_put(struct pinmem_region *region);
+struct pinmem_region *pinmem_region_get_by_id(u64 id);
+struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
+struct file *pinmem_region_file(struct pinmem_region *region);
+bool pinmem_region_visible(struct pinmem_region *region);
+void pinmem_region_fill_info(struct pinmem_region *region,
+			     struct pinmem_region_info *info);
+int pinmem_region_list(struct pinmem_region_info *buf, u32 capacity,
+		       u32 *count);
+extern const struct file_operations pinmem_region_fops;
+
+/* view.c */
+int pinmem_view_create(struct pinmem_region *region,
+		       const struct pinmem_view *req, struct file **out);
+extern const struct file_operations pinmem_view_fops;
+
+/* state.c */
+int pinmem_seal(struct pinmem_region *region);
+int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms);
+int pinmem_publish(struct pinmem_region *region);
+int pinmem_reopen(struct pinmem_region *region);
+
+/* mmap.c */
+int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
+int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
+u32 pinmem_holders_snapshot(struct pinmem_region *region,
+			    struct pinmem_holder *buf, u32 capacity);
+
+/* ioctl.c */
+long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long pinmem_region_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg);
+long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+#endif /* _PINMEM_INTERNAL_H */

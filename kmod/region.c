@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: regions. Allocation in order-9 chunks (smaller orders only when
+ * asked to fall back), the RLIMIT_MEMLOCK and module-limit charges, the
+ * region file, lookup by id, and freeing on the last reference.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/gfp.h>
+#include <linux/pid_namespace.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "pinmem.h"
+
+#define PINMEM_CHUNK_PAGES	(1UL << PINMEM_CHUNK_ORDER)
+
+static LIST_HEAD(pinmem_regions);		/* ordered by id */
+static DEFINE_MUTEX(pinmem_regions_lock);
+static u64 pinmem_next_id = 1;			/* under pinmem_regions_lock */
+
+/* The module's own limit on the bytes held by all regions. */
+static int pinmem_reserve_total(unsigned long nr_pages)
+{
+	u64 limit = READ_ONCE(pinmem_max_total_bytes);
+	s64 pages = atomic64_add_return(nr_pages, &pinmem_totals.pages);
+
+	if (limit && (u64)pages << PAGE_SHIFT > limit) {
+		atomic64_sub(nr_pages, &pinmem_totals.pages);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* RLIMIT_MEMLOCK, charged to the user as io_uring and RDMA do. */
+static int pinmem_charge_user(struct pinmem_region *region)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	struct user_struct *user = current_user();
+	unsigned long cur, new;
+
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		new = cur + region->nr_alloc_pages;
+		if (new > limit || new < cur)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+	region->user = get_uid(user);
+	return 0;
+}
+
+static void pinmem_uncharge_user(struct pinmem_region *region)
+{
+	if (!region->user)
+		return;
+	atomic_long_sub(region->nr_alloc_pages, &region->user->locked_vm);
+	free_uid(region->user);
+	region->user = NULL;
+}
+
+static gfp_t pinmem_gfp(unsigned int order, bool fallback)
+{
+	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
+
+	if (order)
+		gfp |= __GFP_COMP;
+	/* Try hard for 2 MiB unless a smaller chunk will do. */
+	if (order && fallback)
+		gfp |= __GFP_NORETRY;
+	else if (order)
+		gfp |= __GFP_RETRY_MAYFAIL;
+	return gfp;
+}
+
+/* Make room in the chunk array for the remaining pages at a lower order. */
+static int pinmem_grow_chunks(struct pinmem_region *region,
+			      unsigned long *cap, unsigned long remaining,
+			      unsigned int order)
+{
+	unsigned long want = region->nr_chunks + (remaining >> order);
+	struct page **chunks;
+
+	if (want <= *cap)
+		return 0;
+	chunks = kvmalloc_array(want, sizeof(*chunks), GFP_KERNEL_ACCOUNT);
+	if (!chunks)
+		return -ENOMEM;
+	memcpy(chunks, region->chunks, region->nr_chunks * sizeof(*chunks));
+	kvfree(region->chunks);
+	region->chunks = chunks;
+	*cap = want;
+	return 0;
+}
+
+/*
+ * Fill the region with chunks, largest order first. The order only ever
+ * goes down, so chunk i's place follows from nr_by_order (see
+ * pinmem_region_page). Killable: a fatal signal ends a large allocation.
+ */
+static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback)
+{
+	unsigned long remaining = region->nr_alloc_pages;
+	unsigned long cap = remaining >> PINMEM_CHUNK_ORDER;
+	unsigned int order = PINMEM_CHUNK_ORDER;
+	struct page *page;
+	int ret;
+
+	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
+					GFP_KERNEL_ACCOUNT);
+	if (!region->chunks)
+		return -ENOMEM;
+	region->min_order = order;
+
+	while (remaining) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		page = alloc_pages(pinmem_gfp(order, fallback), order);
+		if (!page) {
+			if (!fallback || !order)
+				return -ENOMEM;
+			order--;
+			ret = pinmem_grow_chunks(region, &cap, remaining, order);
+			if (ret)
+				return ret;
+			continue;
+		}
+		region->chunks[region->nr_chunks++] = page;
+		region->nr_by_order[order]++;
+		region->min_order = min(region->min_order, order);
+		remaining -= 1UL << order;
+		cond_resched();
+	}
+	return 0;
+}
+
+static void pinmem_free_chunks(struct pinmem_region *region)
+{
+	unsigned long i = 0;
+	int order;
+
+	for (order = PINMEM_CHUNK_ORDER; order >= 0; order--) {
+		unsigned long n;
+
+		for (n = 0; n < region->nr_by_order[order]; n++, i++) {
+			__free_pages(region->chunks[i], order);
+			cond_resched();
+		}
+	}
+	kvfree(region->chunks);
+}
+
+/* The page at a region page offset (pgoff < nr_pages). */
+struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff)
+{
+	unsigned long base = 0;
+	int order;
+
+	for (order = PINMEM_CHUNK_ORDER; order >= 0; order--) {
+		unsigned long span = region->nr_by_order[order] << order;
+
+		if (pgoff < span)
+			return region->chunks[base + (pgoff >> order)] +
+			       (pgoff & ((1UL << order) - 1));
+		pgoff -= span;
+		base += region->nr_by_order[order];
+	}
+	return NULL;
+}
+
+static void pinmem_region_free(struct pinmem_region *region)
+{
+	pinmem_free_chunks(region);
+	pinmem_uncharge_user(region);
+	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);
+	put_pid(region->owner_pid);
+	mutex_destroy(&region->lock);
+	kfree(region);
+}
+
+static void pinmem_region_release(struct kref *kref)
+{
+	struct pinmem_region *region =
+		container_of(kref, struct pinmem_region, kref);
+
+	mutex_lock(&pinmem_regions_lock);
+	list_del(&region->node);
+	mutex_unlock(&pinmem_regions_lock);
+	atomic64_dec(&pinmem_totals.regions);
+	pinmem_region_free(region);
+}
+
+void pinmem_region_put(struct pinmem_region *region)
+{
+	kref_put(&region->kref, pinmem_region_release);
+}
+
+/* Allocate, charge and publish a region of size bytes (page-aligned). */
+int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out)
+{
+	struct pinmem_region *region;
+	int ret;
+
+	region = kzalloc(sizeof(*region), GFP_KERNEL_ACCOUNT);
+	if (!region)
+		return -ENOMEM;
+	kref_init(&region->kref);
+	mutex_init(&region->lock);
+	INIT_LIST_HEAD(&region->holders);
+	init_waitqueue_head(&region->donate_wq);
+	region->state = PINMEM_STATE_OPEN;
+	region->size = size;
+	region->nr_pages = size >> PAGE_SHIFT;
+	region->nr_alloc_pages = ALIGN(region->nr_pages, PINMEM_CHUNK_PAGES);
+	region->owner_uid = current_uid();
+	region->owner_pid = get_task_pid(current, PIDTYPE_TGID);
+
+	ret = pinmem_reserve_total(region->nr_alloc_pages);
+	if (ret)
+		goto err_reserve;
+	ret = pinmem_charge_user(region);
+	if (ret)
+		goto err_charge;
+	ret = pinmem_alloc_chunks(region, flags & PINMEM_ALLOC_FALLBACK);
+	if (ret)
+		goto err_alloc;
+
+	mutex_lock(&pinmem_regions_lock);
+	region->id = pinmem_next_id++;
+	list_add_tail(&region->node, &pinmem_regions);
+	mutex_unlock(&pinmem_regions_lock);
+	atomic64_inc(&pinmem_totals.regions);
+	*out = region;
+	return 0;
+
+err_alloc:
+	pinmem_free_chunks(region);
+	pinmem_uncharge_user(region);
+err_charge:
+	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);
+err_reserve:
+	put_pid(region->owner_pid);
+	mutex_destroy(&region->lock);
+	kfree(region);
+	return ret;
+}
+
+/* Whether the caller may see the region in LIST and HOLDERS by id. */
+bool pinmem_region_visible(struct pinmem_region *region)
+{
+	return uid_eq(current_uid(), region->owner_uid) ||
+	       capable(CAP_SYS_ADMIN);
+}
+
+static bool pinmem_region_visible_to(struct pinmem_region *region, bool admin)
+{
+	return admin || uid_eq(current_uid(), region->owner_uid);
+}
+
+/* A reference to the region with this id, or NULL. */
+struct pinmem_region *pinmem_region_get_by_id(u64 id)
+{
+	struct pinmem_region *region, *found = NULL;
+
+	mutex_lock(&pinmem_regions_lock);
+	list_for_each_entry(region, &pinmem_regions, node) {
+		if (region->id == id) {
+			if (kref_get_unless_zero(&region->kref))
+				found = region;
+			break;
+		}
+	}
+	mutex_unlock(&pinmem_regions_lock);
+	return found;
+}
+
+static void pinmem_region_fill_locked(struct pinmem_region *region,
+				      struct pinmem_region_info *info)
+{
+	struct pid_namespace *ns = task_active_pid_ns(current);
+	unsigned long fallback = region->nr_chunks -
+				 region->nr_by_order[PINMEM_CHUNK_ORDER];
+
+	lockdep_assert_held(&region->lock);
+	memset(info, 0, sizeof(*info));
+	info->region_id = region->id;
+	info->size = region->size;
+	info->state = region->state;
+	if (region->donate_waiters)
+		info->flags |= PINMEM_INFO_DONATE_PENDING;
+	info->chunk_order = PINMEM_CHUNK_ORDER;
+	info->min_order = region->min_order;
+	info->nr_chunks = region->nr_by_order[PINMEM_CHUNK_ORDER];
+	info->nr_fallback_chunks = fallback;
+	info->owner_mappings = region->owner_mappings;
+	info->view_mappings = region->view_mappings;
+	info->writable_view_mappings = region->writable_view_mappings;
+	info->view_fds = region->view_fds;
+	info->owner_uid = from_kuid_munged(current_user_ns(), region->owner_uid);
+	info->owner_tgid = pid_nr_ns(region->owner_pid, ns);
+}
+
+void pinmem_region_fill_info(struct pinmem_region *region,
+			     struct pinmem_region_info *info)
+{
+	mutex_lock(&region->lock);
+	pinmem_region_fill_locked(region, info);
+	mutex_unlock(&region->lock);
+}
+
+/*
+ * Snapshot the regions the caller may see into buf (capacity records);
+ * *count gets how many there are. Lock order: regions lock, region lock.
+ */
+int pinmem_region_list(struct pinmem_region_info *buf, u32 capacity,
+		       u32 *count)
+{
+	bool admin = capable(CAP_SYS_ADMIN);
+	struct pinmem_region *region;
+	u32 n = 0;
+
+	mutex_lock(&pinmem_regions_lock);
+	list_for_each_entry(region, &pinmem_regions, node) {
+		if (!pinmem_region_visible_to(region, admin))
+			continue;
+		if (n < capacity)
+			pinmem_region_fill_info(region, &buf[n]);
+		n++;
+	}
+	mutex_unlock(&pinmem_regions_lock);
+	*count = n;
+	return 0;
+}
+
+static int pinmem_region_release_file(struct inode *inode, struct file *file)
+{
+	pinmem_region_put(file->private_data);
+	return 0;
+}
+
+const struct file_operations pinmem_region_fops = {
+	.owner		= THIS_MODULE,
+	.release	= pinmem_region_release_file,
+	.mmap		= pinmem_region_mmap,
+	.unlocked_ioctl	= pinmem_region_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+/* A new region file; it takes over the caller's reference on success. */
+struct file *pinmem_region_file(struct pinmem_region *region)
+{
+	return anon_inode_getfile("[pinmem]", &pinmem_region_fops, region,
+				  O_RDWR);
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: view files. A view is a window of a region, read-only unless
+ * made with PINMEM_VIEW_WRITE while the region is OPEN; every mmap of it is
+ * a view mapping (mmap.c).
+ */
+#include <linux/anon_inodes.h>
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/slab.h>
+
+#include "pinmem.h"
+
+static int pinmem_view_release(struct inode *inode, struct file *file)
+{
+	struct pinmem_view_file *view = file->private_data;
+	struct pinmem_region *region = view->region;
+
+	mutex_lock(&region->lock);
+	region->view_fds--;
+	mutex_unlock(&region->lock);
+	atomic64_dec(&pinmem_totals.view_fds);
+	kfree(view);
+	pinmem_region_put(region);
+	return 0;
+}
+
+const struct file_operations pinmem_view_fops = {
+	.owner		= THIS_MODULE,
+	.release	= pinmem_view_release,
+	.mmap		= pinmem_view_mmap,
+	.unlocked_ioctl	= pinmem_view_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+/*
+ * A new view file over req->offset/length (validated by the caller). The
+ * read-write check and the view_fds count are one step under the region
+ * lock, so no read-write view appears after a SEAL or DONATE.
+ */
+int pinmem_view_create(struct pinmem_region *region,
+		       const struct pinmem_view *req, struct file **out)
+{
+	bool write = req->flags & PINMEM_VIEW_WRITE;
+	bool write_refused = false;
+	struct pinmem_view_file *view;
+	struct file *file;
+
+	view = kzalloc(sizeof(*view), GFP_KERNEL_ACCOUNT);
+	if (!view)
+		return -ENOMEM;
+	view->region = region;
+	view->pgoff = req->offset >> PAGE_SHIFT;
+	view->nr_pages = req->length >> PAGE_SHIFT;
+	view->flags = req->flags;
+
+	kref_get(&region->kref);
+	file = anon_inode_getfile("[pinmem-view]", &pinmem_view_fops, view,
+				  write ? O_RDWR : O_RDONLY);
+	if (IS_ERR(file)) {
+		pinmem_region_put(region);
+		kfree(view);
+		return PTR_ERR(file);
+	}
+
+	mutex_lock(&region->lock);
+	region->view_fds++;
+	if (write && region->state != PINMEM_STATE_OPEN)
+		write_refused = true;
+	mutex_unlock(&region->lock);
+	atomic64_inc(&pinmem_totals.view_fds);
+	if (write_refused) {
+		fput(file);	/* its release undoes the count */
+		return -EPERM;
+	}
+	*out = file;
+	return 0;
+}
