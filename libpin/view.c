@@ -75,10 +75,16 @@ int pin_view_create(struct pin_region *r, uint64_t offset, uint64_t length,
 	ret = pin__ioctl(r->fd, PINMEM_IOC_VIEW, &pv);
 	if (ret) {
 		free(v);
-		if (ret == -EPERM)
+		if (ret == -EPERM) {
+			struct pin_region_info info;
+			const char *st = "not open";
+
+			if (pin_region_info(r, &info) == 0)
+				st = pin_state_name(info.state);
 			return pin__fail(r->err, ret,
-					 "view: region %" PRIu64 " is not open, no read-write view",
-					 r->id);
+					 "view: region %" PRIu64 " is %s, no read-write view",
+					 r->id, st);
+		}
 		return pin__fail(r->err, ret, "view of region %" PRIu64, r->id);
 	}
 	v->fd = pv.fd;

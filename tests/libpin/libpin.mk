@@ -33,3 +33,9 @@ $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
 	PKG_CONFIG_PATH=$(LIBPIN_DESTDIR)/usr/lib/pkgconfig \
 	PKG_CONFIG_SYSROOT_DIR=$(LIBPIN_DESTDIR) \
 		sh -c '$(CC) -std=c11 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs libpin) -Wl,-rpath,$(LIBPIN_DESTDIR)/usr/lib'
+
+# Helpers the guest suite drives (not tests themselves).
+all: $(B)/tests/libpin-helpers/hold-region
+$(B)/tests/libpin-helpers/%: tests/libpin/helpers/%.c include/pin.h $(B)/lib/libpin.so
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib
