@@ -2,7 +2,7 @@
 /*
  * pinmem: the kernel API differences between the kernels we build for
  * (6.1 and 6.12), as small named helpers. Nothing else in the module tests
- * the kernel version.
+ * the kernel. The PINMEM_HAVE_* macros come from probes in Kbuild.
  */
 #ifndef _PINMEM_COMPAT_H
 #define _PINMEM_COMPAT_H
@@ -11,13 +11,12 @@
 #include <linux/mm_types.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
-#include <linux/version.h>
 
-/* vma->vm_flags became read-only in 6.3; vm_flags_set/clear replaced it. */
+/* vma->vm_flags became read-only in 6.3: vm_flags_set/clear replaced it. */
 static inline void pinmem_vm_flags_set(struct vm_area_struct *vma,
 				       vm_flags_t flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef PINMEM_HAVE_VM_FLAGS_SET
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
@@ -27,7 +26,7 @@ static inline void pinmem_vm_flags_set(struct vm_area_struct *vma,
 static inline void pinmem_vm_flags_clear(struct vm_area_struct *vma,
 					 vm_flags_t flags)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#ifdef PINMEM_HAVE_VM_FLAGS_SET
 	vm_flags_clear(vma, flags);
 #else
 	vma->vm_flags &= ~flags;

@@ -42,10 +42,6 @@ $(B)/kmod/%/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk
 	@$(call kmod_tree,$(@D))
 	$(MAKE) -C $(call kmod_kdir,$*) M=$(@D) modules
 
-# The tree of a label, without building (for the lint suite).
-kmod-tree-%:
-	@$(call kmod_tree,$(B)/kmod/$*)
-
 CHECKPATCH_DIR := $(B)/checkpatch
 CHECKPATCH := $(CHECKPATCH_DIR)/checkpatch.pl
 LINUX_SOURCE_TAR ?= $(firstword $(wildcard /usr/src/linux-source-*.tar.xz))

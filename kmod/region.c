@@ -17,7 +17,7 @@
 
 #include "pinmem.h"
 
-#define PINMEM_CHUNK_PAGES	(1UL << PINMEM_CHUNK_ORDER)
+#define PINMEM_CHUNK_PAGES	BIT(PINMEM_CHUNK_ORDER)
 
 static LIST_HEAD(pinmem_regions);		/* ordered by id */
 static DEFINE_MUTEX(pinmem_regions_lock);
