@@ -16,6 +16,7 @@ by that owner's finalizer (weakref.finalize), or earlier by close().
 """
 import ctypes
 import errno as _errno
+import math
 import os
 import sys
 import threading
@@ -120,6 +121,15 @@ DeviceInfo = namedtuple("DeviceInfo", [
 
 def _state_name(state):
     return _lib.text(lib.pin_state_name(state)) or str(state)
+
+
+def _region_info(rptr, rerr):
+    i = _lib.PinRegionInfo()
+    _check(lib.pin_region_info(rptr, ctypes.byref(i)), rerr, "info")
+    d = {f: getattr(i, f) for f, _ in _lib.PinRegionInfo._fields_}
+    d["state"] = _state_name(i.state)
+    d["donate_pending"] = bool(i.donate_pending)
+    return RegionInfo(**d)
 
 
 # ---- Device ---------------------------------------------------------------
@@ -368,12 +378,8 @@ class Region:
     # -- queries
 
     def info(self):
-        i = _lib.PinRegionInfo()
-        self._call(lib.pin_region_info, "info", ctypes.byref(i))
-        d = {f: getattr(i, f) for f, _ in _lib.PinRegionInfo._fields_}
-        d["state"] = _state_name(i.state)
-        d["donate_pending"] = bool(i.donate_pending)
-        return RegionInfo(**d)
+        with self._lock:
+            return _region_info(self._ptr(), self._err)
 
     @property
     def state(self):
@@ -438,7 +444,7 @@ class Region:
         writable=True needs the region OPEN."""
         dtype = np.dtype(dtype)
         shape = _shape_tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
             raise ValueError("pinmem: %d bytes at offset %d do not fit in "
                              "region %d (%d bytes)" %
@@ -461,7 +467,7 @@ class Region:
         if shape is None:
             shape = ((self.size - offset) // dtype.itemsize,)
         shape = _shape_tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if offset < 0 or offset + nbytes > self.size:
             raise ValueError("pinmem: %d bytes at offset %d do not fit in "
                              "region %d" % (nbytes, offset, self.id))

@@ -2,6 +2,7 @@
 """safetensors checkpoints in pinned memory, through libpin's reader and
 writer (io_uring, O_DIRECT where the filesystem allows it)."""
 import ctypes
+import math
 import os
 from collections.abc import Mapping
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from . import _lib, dtypes
 from ._lib import lib
-from .core import PinError, PinnedArray, _ViewMapping, _check
+from .core import (PinError, PinnedArray, _ViewMapping, _check,
+                   _region_info)
 from .core import open as _open
 
 
@@ -83,17 +85,20 @@ class Checkpoint(Mapping):
     integers whose dtype metadata names the format (pinmem.format_of).
 
     Attributes: metadata (the __metadata__ map), files (paths, in load
-    order), region_ids, stats (the load's I/O: bytes, seconds, gb_per_s,
+    order), region_ids, region_info (each region's RegionInfo when the
+    load finished: sealed, its counts), stats (the load's I/O: bytes, seconds, gb_per_s,
     direct, fixed_buffers, fallback_reason, requests, ...), formats
     (name -> safetensors dtype name)."""
 
-    def __init__(self, arrays, formats, metadata, files, region_ids, stats):
+    def __init__(self, arrays, formats, metadata, files, region_ids, stats,
+                 region_info):
         self._arrays = arrays
         self.formats = formats
         self.metadata = metadata
         self.files = files
         self.region_ids = region_ids
         self.stats = stats
+        self.region_info = region_info
 
     def __getitem__(self, name):
         return self._arrays[name]
@@ -134,13 +139,15 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
             stats = _stats(ck.ptr)
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
                      for i in range(lib.pin_st_file_count(ck.ptr))]
-            raws, region_ids, by_region = [], [], {}
+            raws, region_ids, by_region, infos = [], [], {}, []
             for i in range(len(files)):
                 rp = lib.pin_st_region(ck.ptr, i)
                 if not rp:
                     raise PinError(5, "load %s: file %s has no region" %
                                    (path, files[i]))
                 rid = lib.pin_region_id(rp)
+                infos.append(_region_info(
+                    rp, lambda rp=rp: lib.pin_region_error(rp)))
                 m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
                                  False, lambda rp=rp: lib.pin_region_error(rp),
                                  None)
@@ -158,7 +165,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 shape = tuple(t.shape[k] for k in range(t.ndim))
                 if lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize:
                     shape = (t.nbytes,)     # F4, F6: packed, as bytes
-                n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+                n = math.prod(shape) * dt.itemsize
                 if n != t.nbytes:
                     raise PinError(22, "load %s: tensor %s: %d bytes for "
                                    "shape %s of %s" %
@@ -174,7 +181,8 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
                                        ctypes.byref(v)) == 0:
                     meta[_lib.text(k.value)] = _lib.text(v.value)
-        return Checkpoint(arrays, formats, meta, files, region_ids, stats)
+        return Checkpoint(arrays, formats, meta, files, region_ids, stats,
+                          infos)
     finally:
         if own_dev:
             dev.close()

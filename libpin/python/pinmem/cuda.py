@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: MIT
+"""CUDA, only where a driver exists: libpin's registration of a region's
+owner mapping (cuMemHostRegister, pin_cuda_*), and a device buffer to copy
+from (the driver API through ctypes, for the demo's device-to-host copy).
+
+Where no driver can be loaded, Cuda() raises PinError ENOENT with
+libpin's words (which name the library it tried)."""
+import ctypes
+
+from . import _lib
+from ._lib import lib
+from .core import PinError, _check
+
+_lib._OPTIONAL.update({
+    "pin_cuda_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
+                                     ctypes.c_int, ctypes.c_char_p,
+                                     ctypes.c_size_t]),
+    "pin_cuda_close": (None, [ctypes.c_void_p]),
+    "pin_cuda_error": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "pin_cuda_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_uint]),
+    "pin_cuda_unregister": (ctypes.c_int, [ctypes.c_void_p,
+                                           ctypes.c_void_p]),
+})
+for _n in ("pin_cuda_open", "pin_cuda_close", "pin_cuda_error",
+           "pin_cuda_register", "pin_cuda_unregister"):
+    if _lib.has(_n):
+        _f = getattr(lib, _n)
+        _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
+
+
+class Cuda:
+    """libpin's CUDA handle for one device (its primary context)."""
+
+    def __init__(self, device=0):
+        if not _lib.has("pin_cuda_open"):
+            raise PinError(38, "this libpin has no CUDA support")
+        p = ctypes.c_void_p()
+        buf = ctypes.create_string_buffer(512)
+        ret = lib.pin_cuda_open(ctypes.byref(p), device, buf, len(buf))
+        if ret < 0:
+            raise PinError(-ret, _lib.text(buf.value) or "pin_cuda_open")
+        self.ptr = p.value
+        self.device = device
+        self._registered = []
+
+    def register(self, region):
+        """cuMemHostRegister the region's owner mapping."""
+        _check(lib.pin_cuda_register(self.ptr, region._ptr(), 0),
+               lambda: lib.pin_cuda_error(self.ptr), "cuda register")
+        self._registered.append(region)
+
+    def unregister(self, region):
+        _check(lib.pin_cuda_unregister(self.ptr, region._ptr()),
+               lambda: lib.pin_cuda_error(self.ptr), "cuda unregister")
+        self._registered.remove(region)
+
+    def close(self):
+        if self.ptr:
+            lib.pin_cuda_close(self.ptr)    # unregisters what is left
+            self.ptr = None
+            self._registered = []
+
+
+class DeviceBuffer:
+    """nbytes of device memory in the primary context of a device, through
+    the driver API: fill it from host memory once, copy it out to host
+    memory (a registered pinned region) as often as wanted."""
+
+    def __init__(self, nbytes, device=0):
+        try:
+            cu = ctypes.CDLL("libcuda.so.1")
+        except OSError as e:
+            raise PinError(2, "libcuda.so.1: %s" % e) from None
+        self.cu = cu
+        self.nbytes = nbytes
+        dev = ctypes.c_int()
+        ctx = ctypes.c_void_p()
+        self._ok(cu.cuInit(0), "cuInit")
+        self._ok(cu.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet")
+        self._ok(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
+                 "cuDevicePrimaryCtxRetain")
+        self.dev, self.ctx = dev, ctx
+        self._ok(cu.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent")
+        self.dptr = ctypes.c_uint64()
+        try:
+            self._ok(cu.cuMemAlloc_v2(ctypes.byref(self.dptr),
+                                      ctypes.c_size_t(nbytes)), "cuMemAlloc")
+        finally:
+            cu.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    @staticmethod
+    def _ok(res, what):
+        if res != 0:
+            raise PinError(5, "%s failed: CUresult %d" % (what, res))
+
+    def _in_ctx(self, fn, *args, what=""):
+        self._ok(self.cu.cuCtxPushCurrent_v2(self.ctx), "cuCtxPushCurrent")
+        try:
+            self._ok(fn(*args), what)
+        finally:
+            self.cu.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+
+    def upload(self, host_addr):
+        self._in_ctx(self.cu.cuMemcpyHtoD_v2, self.dptr,
+                     ctypes.c_void_p(host_addr), ctypes.c_size_t(self.nbytes),
+                     what="cuMemcpyHtoD")
+
+    def download(self, host_addr):
+        """A synchronous device-to-host copy of the whole buffer."""
+        self._in_ctx(self.cu.cuMemcpyDtoH_v2, ctypes.c_void_p(host_addr),
+                     self.dptr, ctypes.c_size_t(self.nbytes),
+                     what="cuMemcpyDtoH")
+
+    def close(self):
+        if self.dptr is not None:
+            self._in_ctx(self.cu.cuMemFree_v2, self.dptr, what="cuMemFree")
+            self.dptr = None
+            rel = getattr(self.cu, "cuDevicePrimaryCtxRelease_v2", None) or \
+                self.cu.cuDevicePrimaryCtxRelease
+            rel(self.dev)
