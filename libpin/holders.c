@@ -120,24 +120,39 @@ void pin__explain_busy(struct pin_region *r, const char *op, int writable_only)
 	n = (size_t)total < 16 ? (size_t)total : 16;
 	for (i = 0; i < n; i++)
 		count += blocks(&hs[i], writable_only);
+	if ((size_t)total > n) {
+		/* Only the first 16 were fetched: take the count from INFO. */
+		struct pinmem_region_info ri;
+
+		memset(&ri, 0, sizeof(ri));
+		if (pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri) == 0)
+			count = writable_only ? ri.writable_view_mappings :
+						ri.view_mappings;
+	}
 	off = (size_t)snprintf(r->err, PIN_ERR_LEN,
 			       "%s: region %" PRIu64 " has %zu %sview mapping%s",
 			       op, r->id, count,
 			       writable_only ? "writable " : "",
 			       count == 1 ? "" : "s");
-	for (i = 0; i < n && off < PIN_ERR_LEN; i++) {
+	for (i = 0; i < n; i++) {
+		int len;
+
 		if (!blocks(&hs[i], writable_only))
 			continue;
-		if (pin_holder_format(&hs[i], line, sizeof(line)) < 0)
+		len = pin_holder_format(&hs[i], line, sizeof(line));
+		if (len < 0)
 			continue;
+		/* Keep room for the "and N more" tail. */
+		if (off + (size_t)len + 2 + 48 >= PIN_ERR_LEN)
+			break;
 		off += (size_t)snprintf(r->err + off, PIN_ERR_LEN - off,
 					"%s%s", shown ? "; " : ": ", line);
 		shown++;
 	}
-	if ((size_t)total > n && off < PIN_ERR_LEN)
-		snprintf(r->err + off, PIN_ERR_LEN - off,
-			 "; and %zu more mappings not listed",
-			 (size_t)total - n);
+	if (count > shown)
+		off += (size_t)snprintf(r->err + off, PIN_ERR_LEN - off,
+					"; and %zu more not listed",
+					count - shown);
 	if (count == 0 && off < PIN_ERR_LEN)
 		/* The views went away between the failure and the query. */
 		snprintf(r->err + off, PIN_ERR_LEN - off,
