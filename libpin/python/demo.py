@@ -108,8 +108,8 @@ def snapshot(region):
 def fmt_dbg(d):
     if d is None:
         return "n/a (no module)"
-    return "%d/%d/%d/%d" % (d["regions"], d["pages"], d["mappings"],
-                            d["view_fds"])
+    return "%dr %dp %dm %dv" % (d["regions"], d["pages"], d["mappings"],
+                                d["view_fds"])
 
 
 # ---- part 1 ----------------------------------------------------------------
@@ -234,15 +234,16 @@ def part1(dev, size, iterations, outdir):
                                   "%.1f MiB (%+d KiB)" %
                                   (last["RSS KiB"] / 1024,
                                    last["RSS KiB"] - first["RSS KiB"])))
-    print("   %-26s %18s %18s" % ("module regions/pages/", fmt_dbg(
+    print("   %-26s %18s %18s" % ("module counters", fmt_dbg(
         first["debugfs"]), fmt_dbg(last["debugfs"])))
-    print("   %-26s" % "  mappings/view_fds")
     same = all(first[k] == last[k] for k in rows) and \
         first["debugfs"] == last["debugfs"]
     # RSS: a leaked view of these weights would add the region's size per
     # iteration; Python's allocator may keep a few pages of its own (seen:
     # 0-48 KiB), so up to 256 KiB passes.
     rss_ok = abs(last["RSS KiB"] - first["RSS KiB"]) <= 256
+    print("   (module counters: debugfs regions r, pages p, mappings m, view "
+          "fds v)")
     print("   views 0 at the end: %s; counts and counters unchanged: %s; RSS "
           "within 256 KiB: %s" % ("yes" if last["views (kernel)"] == 0
                                   else "NO", "yes" if same else "NO",

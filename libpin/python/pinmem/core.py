@@ -355,7 +355,7 @@ class Region:
 
     def close(self):
         """End the handle (its owner mapping and fd). Views made from it
-        stay valid. Refused (BusyError-free ValueError) while arrays over
+        stay valid. Refused (ValueError) while arrays over
         the owner mapping exist."""
         owner = self._owner() if self._owner else None
         if owner is not None:
