@@ -78,11 +78,35 @@ static inline const char *pm_errname(int e)
 				 pm_errname(errno));			\
 } while (0)
 
+/* The module's debugfs counters (the rig checks they end at 0). */
+#define PM_DEBUGFS_DIR "/sys/kernel/debug/pinmem"
+static const char *const pm_debugfs_names[] = {
+	"regions", "pages", "mappings", "view_fds",
+};
+#define PM_NR_DEBUGFS 4
+
 /* What every fixture holds: the device and the totals at the start. */
 struct pm_env {
 	int dev;
 	struct pinmem_dev_info base;
+	long long debugfs[PM_NR_DEBUGFS];	/* -1: not readable */
 };
+
+static inline long long pm_debugfs_get(const char *name)
+{
+	char path[128];
+	long long v;
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), PM_DEBUGFS_DIR "/%s", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%lld", &v) == 1;
+	fclose(f);
+	return ok ? v : -1;
+}
 
 static inline int pm_in_guest(void)
 {
@@ -121,6 +145,8 @@ static inline void pm_setup(struct __test_metadata *_metadata,
 		     PINMEM_DEVICE_PATH);
 	}
 	pm_dev_info_at(_metadata, __LINE__, env->dev, &env->base);
+	for (int i = 0; i < PM_NR_DEBUGFS; i++)
+		env->debugfs[i] = pm_debugfs_get(pm_debugfs_names[i]);
 }
 
 /* The leak check: the module's totals are back where the test began. */
@@ -141,6 +167,14 @@ static inline void pm_teardown(struct __test_metadata *_metadata,
 			TH_LOG("leak: mappings left after the test");
 		EXPECT_EQ(env->base.nr_view_fds, now.nr_view_fds)
 			TH_LOG("leak: view fds left after the test");
+		for (int i = 0; i < PM_NR_DEBUGFS; i++) {
+			if (env->debugfs[i] < 0)
+				continue;
+			EXPECT_EQ(env->debugfs[i],
+				  pm_debugfs_get(pm_debugfs_names[i]))
+				TH_LOG("leak: debugfs %s/%s", PM_DEBUGFS_DIR,
+				       pm_debugfs_names[i]);
+		}
 	}
 	close(env->dev);
 }
