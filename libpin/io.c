@@ -470,8 +470,11 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 			st->requests++;
 		} else if (s->off + (uint64_t)res >= need_end) {
 			st->requests++;		/* ran into EOF past the range */
-		} else if (res == 0) {
-			uint64_t at = s->off;
+		} else if (res == 0 ||
+			   (f->direct && (s->off + (uint64_t)res) % PIN_IO_ALIGN)) {
+			/* Nothing more, or a direct read that stopped
+			 * mid-block: the end of the file. */
+			uint64_t at = s->off + (uint64_t)res;
 
 			engine_drain(e, st, f->path);
 			ret = size_changed(f, st);
@@ -706,10 +709,16 @@ again:
 			left -= n;
 		}
 		gather_copy(&g, bounce, tail);
-		if (pwrite(f->fd, bounce, tail, (off_t)(file_off + wlen)) !=
-		    (ssize_t)tail) {
-			ret = pin__io_fail(st->error, sizeof(st->error),
-					   errno ? -errno : -EIO,
+		/* An unaligned write needs a descriptor without O_DIRECT. */
+		int bfd = open(f->path, O_WRONLY | O_CLOEXEC);
+		ssize_t w = bfd < 0 ? -1 :
+			    pwrite(bfd, bounce, tail, (off_t)(file_off + wlen));
+		int err = w < 0 ? -errno : -EIO;
+
+		if (bfd >= 0)
+			close(bfd);
+		if (w != (ssize_t)tail) {
+			ret = pin__io_fail(st->error, sizeof(st->error), err,
 					   "%s: write of the last %llu bytes at offset %llu",
 					   f->path, (unsigned long long)tail,
 					   (unsigned long long)(file_off + wlen));

@@ -396,7 +396,7 @@ static int parse_header(struct pin_st *ck, const char *file,
 			       file);
 	ret = pin__json_parse(&a, hdr, n, " ", &root, jerr, sizeof(jerr));
 	if (ret == -EINVAL) {
-		st_fail(ck, ret, "%s: header: %s (padding may only be spaces)",
+		st_fail(ck, ret, "%s: header: %s",
 			file, jerr);
 		goto out;
 	}
@@ -433,7 +433,9 @@ static int parse_header(struct pin_st *ck, const char *file,
 		}
 	}
 	/* The tensors must tile the data section: no overlap, no hole. */
-	qsort(ck->t + first, ck->n - first, sizeof(*ck->t), cmp_offsets);
+	if (ck->n > first)
+		qsort(ck->t + first, ck->n - first, sizeof(*ck->t),
+		      cmp_offsets);
 	at = 0;
 	for (i = first; i < ck->n; i++) {
 		struct st_tensor *t = &ck->t[i];
@@ -496,7 +498,8 @@ static int build_index(struct pin_st *ck)
 		return st_fail(ck, -ENOMEM, "out of memory");
 	for (i = 0; i < ck->n; i++)
 		ck->by_name[i] = i;
-	qsort_r(ck->by_name, ck->n, sizeof(size_t), cmp_name_idx, ck);
+	if (ck->n)
+		qsort_r(ck->by_name, ck->n, sizeof(size_t), cmp_name_idx, ck);
 	for (i = 1; i < ck->n; i++) {
 		const struct st_tensor *x = &ck->t[ck->by_name[i - 1]];
 		const struct st_tensor *y = &ck->t[ck->by_name[i]];
@@ -1150,7 +1153,8 @@ static const char *duplicate(const char *const *names, size_t n, int *oom)
 		return NULL;
 	for (i = 0; i < n; i++)
 		idx[i] = i;
-	qsort_r(idx, n, sizeof(size_t), cmp_cstr_idx, (void *)names);
+	if (n)
+		qsort_r(idx, n, sizeof(size_t), cmp_cstr_idx, (void *)names);
 	for (i = 1; i < n && !dup; i++)
 		if (!strcmp(names[idx[i - 1]], names[idx[i]]))
 			dup = names[idx[i]];

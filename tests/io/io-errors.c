@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * I/O errors name the file, the offset and the cause: a missing file, a
+ * range past the end of the file, a buffer too small, bad options.
+ *   io-errors DIR
+ */
+#include "io-test.h"
+
+int main(int argc, char **argv)
+{
+	const char *dir = test_dir(argc, argv);
+	struct pin_io_stats st;
+	char path[4096], missing[4096];
+	uint8_t data[10000], *buf;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/io-err-%d.bin", dir, (int)getpid());
+	snprintf(missing, sizeof(missing), "%s/no-such-file-%d", dir, (int)getpid());
+	fill(data, sizeof(data), 1);
+	write_file(path, data, sizeof(data));
+	if (posix_memalign((void **)&buf, 4096, 1 << 20))
+		FAIL("posix_memalign");
+
+	ret = pin_io_read(buf, 1 << 20, missing, 0, 10, NULL, &st);
+	CHECK_EQ(ret, -ENOENT);
+	CHECK(strstr(st.error, missing) && strstr(st.error, "No such file"),
+	      "error \"%s\"", st.error);
+
+	/* Wanted bytes past the end of the file. */
+	ret = pin_io_read(buf, 1 << 20, path, 5000, 20000, NULL, &st);
+	CHECK_EQ(ret, -EIO);
+	CHECK(strstr(st.error, path) && strstr(st.error, "end of file at offset 10000") &&
+	      strstr(st.error, "25000"), "error \"%s\"", st.error);
+	printf("# %s\n", st.error);
+
+	ret = pin_io_read(buf, 4096, path, 100, 5000, NULL, &st);
+	CHECK_EQ(ret, -EINVAL);
+	CHECK(strstr(st.error, "needs 8192"), "error \"%s\"", st.error);
+
+	{
+		struct pin_io_opts o = { .queue_depth = 1000 };
+
+		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(st.error, "queue depth 1000"), "error \"%s\"", st.error);
+		o.queue_depth = 0;
+		o.request_size = 1000;
+		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(st.error, "request size 1000"), "error \"%s\"", st.error);
+		o.request_size = 0;
+		o.flags = 1u << 7;
+		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(st.error, "unknown I/O flags"), "error \"%s\"", st.error);
+	}
+	CHECK_EQ(pin_io_write(data, 10, path, 100, NULL, &st), -EINVAL);
+	CHECK(strstr(st.error, path) && strstr(st.error, "offset 100"),
+	      "error \"%s\"", st.error);
+	CHECK_EQ(pin_io_read(buf, 1 << 20, dir, 0, 10, NULL, &st), -EINVAL);
+	CHECK(strstr(st.error, "not a regular file"), "error \"%s\"", st.error);
+	unlink(path);
+	free(buf);
+	return 0;
+}

@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: GPL-2.0
+# Checkpoint I/O and safetensors tests: one program per tests/io/*.c, built
+# with ASan+UBSan against build/lib-san/libpin.a (host and guest run the
+# same binaries), and stgen.py, the independent fixture writer.
+
+IO_TEST_SRCS	:= $(sort $(wildcard tests/io/*.c))
+IO_TESTS	:= $(patsubst tests/io/%.c,$(B)/tests/io/%,$(IO_TEST_SRCS))
+
+all: $(IO_TESTS)
+
+$(B)/tests/io/%: tests/io/%.c tests/io/io-test.h include/pin.h $(B)/lib-san/libpin.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -o $@ $< $(B)/lib-san/libpin.a $(LIBPIN_LIBS)
