@@ -183,3 +183,17 @@ def test_close_refused_while_owner_arrays_live(dev):
         r.close()
     del own
     r.close()
+
+
+def test_owner_array_after_seal_on_portable(dev, region):
+    if dev.backend != "portable":
+        pytest.skip("device backend: the owner mapping stays writable")
+    own = region.owner_array(np.uint8, (16,))
+    own[0] = 3
+    with pytest.raises(pinmem.BusyError) as e:
+        region.seal()               # it would turn own read-only under it
+    assert e.value.errno == errno.EBUSY and "owner" in e.value.strerror
+    del own
+    region.seal()
+    ro = region.owner_array(np.uint8, (16,))
+    assert ro[0] == 3 and not ro.flags.writeable

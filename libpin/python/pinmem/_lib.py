@@ -97,6 +97,7 @@ class PinIoStats(Structure):
     _fields_ = [
         ("bytes", c_uint64),
         ("ns", c_uint64),
+        ("io_ns", c_uint64),
         ("requests", c_uint64),
         ("short_ios", c_uint64),
         ("retries", c_uint64),

@@ -280,17 +280,18 @@ class _OwnerMapping:
     """The region's owner mapping as seen by NumPy; keeps the region handle
     (and so the mapping) alive while arrays over it exist."""
 
-    __slots__ = ("_h", "addr", "length", "__weakref__")
+    __slots__ = ("_h", "addr", "length", "readonly", "__weakref__")
 
-    def __init__(self, handle, addr, length):
+    def __init__(self, handle, addr, length, readonly):
         self._h = handle
         self.addr = addr
         self.length = length
+        self.readonly = readonly
 
     @property
     def __array_interface__(self):
         return {"version": 3, "shape": (self.length,), "typestr": "|u1",
-                "data": (self.addr, False)}
+                "data": (self.addr, self.readonly)}
 
 
 def _page():
@@ -407,7 +408,13 @@ class Region:
 
     def seal(self):
         """OPEN -> SEALED. BusyError (naming them) while writable views
-        exist."""
+        exist. On the portable backend sealing makes the owner mapping
+        read-only, so it is refused there while owner arrays exist."""
+        if self.backend == "portable" and self._owner and self._owner():
+            raise BusyError(_errno.EBUSY, "seal: region %d: arrays over the "
+                            "owner mapping exist, and the portable backend "
+                            "makes that mapping read-only when it seals; "
+                            "drop them first" % self.id)
         self._call(lib.pin_seal, "seal")
 
     def donate(self, timeout=0):
@@ -459,10 +466,11 @@ class Region:
         return _over(m, dtype, shape, offset - start, PinnedArray)
 
     def owner_array(self, dtype=np.uint8, shape=None, offset=0):
-        """A writable array over the owner mapping (the runtime's own
-        mapping, not a view: not counted as a view, allowed in every state;
-        by contract the owner writes only while OPEN or DONATED). Keeps the
-        region handle alive while it exists."""
+        """An array over the owner mapping (the runtime's own mapping, not
+        a view: not counted as a view, allowed in every state; by contract
+        the owner writes only while OPEN or DONATED). Writable, except on
+        the portable backend once sealed. Keeps the region handle alive
+        while it exists."""
         dtype = np.dtype(dtype)
         if shape is None:
             shape = ((self.size - offset) // dtype.itemsize,)
@@ -477,7 +485,10 @@ class Region:
                 addr = ctypes.c_void_p()
                 _check(lib.pin_region_map(self._ptr(), ctypes.byref(addr)),
                        self._err, "map")
-                owner = _OwnerMapping(self._h, addr.value, self.size)
+                # Portable: once sealed, the owner mapping is read-only.
+                ro = self.backend == "portable" and \
+                    _region_info(self._h.ptr, self._err).state != "open"
+                owner = _OwnerMapping(self._h, addr.value, self.size, ro)
                 self._owner = weakref.ref(owner)
         return _over(owner, dtype, shape, offset, np.ndarray)
 

@@ -34,8 +34,9 @@ def _stats(ck):
     if lib.pin_st_stats(ck, ctypes.byref(s)) < 0:
         return {}
     secs = s.ns / 1e9
-    return {"bytes": s.bytes, "seconds": secs,
-            "gb_per_s": (s.bytes / secs / 1e9) if secs > 0 else 0.0,
+    io_secs = (s.io_ns or s.ns) / 1e9
+    return {"bytes": s.bytes, "seconds": secs, "io_seconds": io_secs,
+            "gb_per_s": (s.bytes / io_secs / 1e9) if io_secs > 0 else 0.0,
             "requests": s.requests, "short_ios": s.short_ios,
             "retries": s.retries, "queue_depth": s.queue_depth,
             "request_size": s.request_size, "direct": bool(s.direct),
@@ -86,7 +87,9 @@ class Checkpoint(Mapping):
 
     Attributes: metadata (the __metadata__ map), files (paths, in load
     order), region_ids, region_info (each region's RegionInfo when the
-    load finished: sealed, its counts), stats (the load's I/O: bytes, seconds, gb_per_s,
+    load finished: sealed, its counts), stats (the load's I/O: bytes,
+    seconds (the whole call), io_seconds (moving bytes), gb_per_s (bytes
+    over io_seconds),
     direct, fixed_buffers, fallback_reason, requests, ...), formats
     (name -> safetensors dtype name)."""
 

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The binding's ctypes structs match include/pin.h: a C program built
+against the header prints every mirrored field's offset and size."""
+import ctypes
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from pinmem import _lib
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+MIRRORS = {
+    "pin_dev_info": _lib.PinDevInfo,
+    "pin_region_info": _lib.PinRegionInfo,
+    "pin_holder": _lib.PinHolder,
+    "pin_io_opts": _lib.PinIoOpts,
+    "pin_io_stats": _lib.PinIoStats,
+    "pin_st_tensor": _lib.PinStTensor,
+}
+
+
+def c_layout(tmp):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to read pin.h's layout")
+    lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <pin.h>",
+             "int main(void) {"]
+    for cname, py in MIRRORS.items():
+        lines.append('printf("%%s %%zu\\n", "%s", sizeof(struct %s));' %
+                     (cname, cname))
+        for field, _ in py._fields_:
+            lines.append(
+                'printf("%%s.%%s %%zu %%zu\\n", "%s", "%s", '
+                'offsetof(struct %s, %s), sizeof(((struct %s *)0)->%s));' %
+                (cname, field, cname, field, cname, field))
+    lines.append("return 0; }")
+    src = os.path.join(tmp, "layout.c")
+    exe = os.path.join(tmp, "layout")
+    with open(src, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-I",
+                    os.path.join(TOP, "include"), "-o", exe, src],
+                   check=True, capture_output=True)
+    out = subprocess.run([exe], check=True, capture_output=True,
+                         text=True).stdout
+    return dict((k, tuple(int(x) for x in v.split()))
+                for k, v in (line.split(" ", 1)
+                             for line in out.splitlines()))
+
+
+def test_structs_match_pin_h(tmp_path):
+    c = c_layout(str(tmp_path))
+    for cname, py in MIRRORS.items():
+        assert c[cname] == (ctypes.sizeof(py),), cname
+        for field, _ in py._fields_:
+            desc = getattr(py, field)
+            assert c["%s.%s" % (cname, field)] == (desc.offset, desc.size), \
+                "%s.%s" % (cname, field)
