@@ -146,4 +146,56 @@ TEST_F(accounting, charge_follows_the_region)
 	EXPECT_EQ(self->env.base.total_bytes, di.total_bytes);
 }
 
+/* Without CAP_SYS_ADMIN, another user's region is as if it did not exist. */
+static void other_user_child(int dev, uint64_t root_id)
+{
+	struct pinmem_region_info ri[8];
+	struct pinmem_list l = { .regions_ptr = (uintptr_t)ri, .capacity = 8 };
+	struct pinmem_holder h[2];
+	struct pinmem_holders q = { .region_id = root_id,
+				    .holders_ptr = (uintptr_t)h,
+				    .capacity = 2 };
+	struct pinmem_alloc a = { .size = 2 * MiB };
+	int r;
+
+	become_nobody(8 * MiB);
+	r = ioctl(dev, PINMEM_IOC_HOLDERS, &q);
+	CHILD_CHECK(2, r == -1 && errno == ENOENT,
+		    "HOLDERS of root's region as nobody: %s",
+		    r ? pm_errname(errno) : "success");
+	CHILD_CHECK(3, ioctl(dev, PINMEM_IOC_LIST, &l) == 0 && l.count == 0,
+		    "LIST as nobody shows %u regions", l.count);
+	CHILD_CHECK(4, ioctl(dev, PINMEM_IOC_ALLOC, &a) == 0, "ALLOC: %s",
+		    pm_errname(errno));
+	CHILD_CHECK(5, ioctl(dev, PINMEM_IOC_LIST, &l) == 0 && l.count == 1 &&
+		    ri[0].region_id == a.region_id,
+		    "LIST as nobody with one region: %u", l.count);
+	q.region_id = a.region_id;
+	CHILD_CHECK(6, ioctl(dev, PINMEM_IOC_HOLDERS, &q) == 0 && q.count == 0,
+		    "HOLDERS of its own region: %s", pm_errname(errno));
+	close(a.fd);
+	_exit(0);
+}
+
+TEST_F(accounting, other_users_regions_are_invisible)
+{
+	uint64_t id;
+	int rfd = pm_alloc_id(self->env.dev, 2 * MiB, &id);
+	void *p = pm_map(rfd, PG, PROT_READ, 0);
+	pid_t pid;
+
+	ASSERT_EQ(0, self->env.base.nr_regions)
+		TH_LOG("expects no other regions in the system");
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		munmap(p, PG);
+		close(rfd);
+		other_user_child(self->env.dev, id);
+	}
+	ASSERT_EQ(0, pm_wait(pid)) TH_LOG("see the child's step above");
+	pm_unmap(p, PG);
+	close(rfd);
+}
+
 TEST_HARNESS_MAIN

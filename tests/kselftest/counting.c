@@ -4,6 +4,7 @@
  * through fork, MADV_DONTFORK/DOFORK, VMA splits, mremap, exit, closing
  * the region fd, passing a view fd to another process, and failed mmaps.
  */
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -399,6 +400,38 @@ TEST_F(counting, failed_mmap_leaves_no_count)
 	EXPECT_EQ(self->env.base.nr_mappings, di.nr_mappings);
 	close(vrw);
 	close(vro);
+	close(rfd);
+}
+
+struct thread_map {
+	int vfd;
+	void *addr;
+};
+
+static void *map_in_thread(void *arg)
+{
+	struct thread_map *m = arg;
+
+	m->addr = mmap(NULL, PG, PROT_READ, MAP_SHARED, m->vfd, 0);
+	return NULL;
+}
+
+/* The holder is the process (tgid), whichever thread mapped it. */
+TEST_F(counting, holder_is_the_process_not_the_thread)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	struct thread_map m = { .vfd = pm_view(rfd, 0, 2 * MiB, 0) };
+	struct pinmem_holder h[2];
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, map_in_thread, &m));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_NE(MAP_FAILED, m.addr);
+	ASSERT_EQ(1, pm_holders(rfd, h, 2));
+	EXPECT_EQ((uint32_t)getpid(), h[0].tgid);
+	EXPECT_EQ((uintptr_t)m.addr, h[0].start);
+	pm_unmap(m.addr, PG);
+	close(m.vfd);
 	close(rfd);
 }
 

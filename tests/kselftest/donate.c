@@ -280,4 +280,98 @@ TEST_F(donate, pending_donate_refuses_new_views)
 	close(rfd);
 }
 
+/* Two waiters: when the first gives up, the second still holds views off. */
+TEST_F(donate, pending_lasts_while_any_donate_waits)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	void *p = pm_map(vfd, PG, PROT_READ, 0);
+	struct pinmem_region_info ri;
+	struct waiter w = { .rfd = rfd, .ret = -1 };
+	pthread_t t;
+	double t0;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, donate_waiting, &w));
+	t0 = pm_now();
+	do {
+		pm_info(rfd, &ri);
+		if (ri.flags & PINMEM_INFO_DONATE_PENDING)
+			break;
+		usleep(10000);
+	} while (pm_now() - t0 < 20);
+	ASSERT_EQ(PINMEM_INFO_DONATE_PENDING,
+		  ri.flags & PINMEM_INFO_DONATE_PENDING);
+	/* A second, short waiter times out... */
+	ASSERT_TRANSITION(ETIMEDOUT, pm_donate_wait(rfd, 200));
+	/* ...and the first one still waits: views are still refused. */
+	pm_info(rfd, &ri);
+	EXPECT_EQ(PINMEM_INFO_DONATE_PENDING,
+		  ri.flags & PINMEM_INFO_DONATE_PENDING);
+	ASSERT_ERRNO(EBUSY, mmap(NULL, PG, PROT_READ, MAP_SHARED, vfd, 0));
+	pm_unmap(p, PG);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_TRANSITION(0, w.ret);
+	close(vfd);
+	close(rfd);
+}
+
+/*
+ * A fork while a DONATE waits copies the view mapping into the child
+ * (no mmap is involved); the DONATE must wait for the child's copy too.
+ */
+TEST_F(donate, fork_while_pending_is_waited_for)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	void *p = pm_map(vfd, PG, PROT_READ, 0);
+	struct waiter w = { .rfd = rfd, .ret = -1 };
+	struct pinmem_region_info ri;
+	int go[2], ready[2];
+	pthread_t t;
+	pid_t pid;
+	double t0;
+	char b;
+
+	ASSERT_OK(pipe2(go, O_CLOEXEC));
+	ASSERT_OK(pipe2(ready, O_CLOEXEC));
+	ASSERT_EQ(0, pthread_create(&t, NULL, donate_waiting, &w));
+	t0 = pm_now();
+	do {
+		pm_info(rfd, &ri);
+		if (ri.flags & PINMEM_INFO_DONATE_PENDING)
+			break;
+		usleep(10000);
+	} while (pm_now() - t0 < 20);
+	ASSERT_EQ(PINMEM_INFO_DONATE_PENDING,
+		  ri.flags & PINMEM_INFO_DONATE_PENDING);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		/* Holds the inherited mapping until told to go. */
+		close(go[1]);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &b, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(go[0]);
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	pm_expect_counts(rfd, 0, 2, 0);
+	pm_unmap(p, PG);
+	/* The child's copy still counts: the DONATE keeps waiting. */
+	usleep(300000);
+	pm_info(rfd, &ri);
+	EXPECT_EQ(PINMEM_STATE_OPEN, ri.state) TH_LOG("donated under a child's view");
+	EXPECT_EQ(1, ri.view_mappings);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	close(go[1]);
+	close(ready[0]);
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_TRANSITION(0, w.ret);
+	ASSERT_EQ(PINMEM_STATE_DONATED, pm_state(rfd));
+	close(vfd);
+	close(rfd);
+}
+
 TEST_HARNESS_MAIN

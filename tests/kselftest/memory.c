@@ -125,6 +125,21 @@ TEST_F(memory, owner_mmap_rules)
 	close(rfd);
 }
 
+/* FALLBACK only permits smaller chunks; with memory to spare none are used. */
+TEST_F(memory, fallback_flag_accepted)
+{
+	struct pinmem_region_info ri;
+	int rfd = pm_alloc_at(_metadata, __LINE__, self->env.dev, 4 * MiB,
+			      PINMEM_ALLOC_FALLBACK, NULL);
+
+	pm_info(rfd, &ri);
+	EXPECT_EQ(4 * MiB, ri.size);
+	EXPECT_EQ(2, ri.nr_chunks);
+	EXPECT_EQ(0, ri.nr_fallback_chunks);
+	EXPECT_EQ(PINMEM_CHUNK_ORDER, ri.min_order);
+	close(rfd);
+}
+
 /* A 1 GiB region in the 3 GiB guest: 512 order-9 chunks, no fallback. */
 FIXTURE(big) {
 	struct pm_env env;

@@ -137,4 +137,24 @@ TEST_F(seal, seal_of_donated_is_eperm)
 	close(rfd);
 }
 
+/* Writability survives VMA splits and mprotect to read-only. */
+TEST_F(seal, busy_until_every_writable_piece_is_gone)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, PINMEM_VIEW_WRITE);
+	char *p = pm_map(vfd, 3 * PG, PROT_READ | PROT_WRITE, 0);
+
+	pm_unmap(p + PG, PG);
+	ASSERT_OK(mprotect(p, PG, PROT_READ));
+	ASSERT_OK(mprotect(p + 2 * PG, PG, PROT_NONE));
+	pm_expect_counts(rfd, 0, 2, 2);
+	ASSERT_TRANSITION(EBUSY, pm_seal(rfd));
+	pm_unmap(p, PG);
+	ASSERT_TRANSITION(EBUSY, pm_seal(rfd));
+	pm_unmap(p + 2 * PG, PG);
+	ASSERT_TRANSITION(0, pm_seal(rfd));
+	close(vfd);
+	close(rfd);
+}
+
 TEST_HARNESS_MAIN
