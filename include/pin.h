@@ -26,7 +26,8 @@
  *    not fatal (pin_region_map succeeds, pin_region_error says so); sealing
  *    remaps the owner mapping read-only in place (memfd counts it as a
  *    writable mapping otherwise), and a later owner mapping is read-only;
- *    pin_region_info counts only this handle's owner mapping (views 0).
+ *    pin_region_info counts only this handle's owner mapping (views 0);
+ *    on a hugetlb memfd views must be 2 MiB aligned (-EINVAL otherwise).
  */
 #ifndef PIN_H
 #define PIN_H
@@ -267,8 +268,8 @@ int pin_recv_fd(int sock, int *fdp);
 #define PIN_IO_BUFFERED		(1U << 0)	/* never O_DIRECT */
 #define PIN_IO_NO_FIXED		(1U << 1)	/* never register fixed buffers */
 
-#define PIN_IO_DEFAULT_QUEUE_DEPTH	8
-#define PIN_IO_DEFAULT_REQUEST_SIZE	(1U << 20)
+#define PIN_IO_DEFAULT_QUEUE_DEPTH	16
+#define PIN_IO_DEFAULT_REQUEST_SIZE	(4U << 20)
 #define PIN_IO_MAX_QUEUE_DEPTH		256
 #define PIN_IO_MAX_REQUEST_SIZE		(64U << 20)
 
@@ -293,6 +294,8 @@ struct pin_io_opts {
 struct pin_io_stats {
 	uint64_t bytes;			/* file bytes moved (the superset) */
 	uint64_t ns;			/* wall time of the call */
+	uint64_t io_ns;			/* of which moving bytes (no open,
+					 * parse, allocation or seal) */
 	uint64_t requests;		/* requests completed */
 	uint64_t short_ios;		/* short transfers resubmitted */
 	uint64_t retries;		/* EAGAIN/EINTR resubmissions */

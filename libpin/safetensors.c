@@ -665,6 +665,7 @@ static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
 {
 	sum->bytes += s->bytes;
 	sum->ns += s->ns;
+	sum->io_ns += s->io_ns;
 	sum->requests += s->requests;
 	sum->short_ios += s->short_ios;
 	sum->retries += s->retries;

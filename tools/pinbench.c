@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinbench: how fast checkpoints move between disk and pinned memory.
+ *
+ *   pinbench load FILE   libpin (pin_st_load) against fio's io_uring
+ *                        O_DIRECT reads of the same file with the same queue
+ *                        depth and request size, buffered pread into pinned
+ *                        memory, and mmap + memcpy into pinned memory
+ *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
+ *                        O_DIRECT writes + fsync of the same size
+ *
+ * Runs alternate between the methods; the page cache is dropped before each
+ * run (needs root; otherwise the report says the caches were warm). The
+ * report gives medians and ratios. The in-process baselines read into a
+ * pinned region allocated before their clock starts; libpin's own time is
+ * given both for the transfer (io_ns) and end to end (allocation, pinning,
+ * header, seal included).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pin.h>
+
+extern char **environ;
+
+#define MAX_RUNS	64
+
+struct series {
+	const char *name;
+	double v[MAX_RUNS];	/* GB/s */
+	int n;
+};
+
+struct cfg {
+	unsigned qd;
+	uint32_t req;
+	int runs;
+	int json;
+	int cold;		/* drop_caches works */
+	int backends[2];
+	int nbackends;
+	uint64_t save_size;
+	const char *fio;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int drop_caches(void)
+{
+	int fd;
+
+	sync();
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "3", 1) != 1) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	close(fd);
+	return 0;
+}
+
+static void add(struct series *s, double gbps)
+{
+	if (s->n < MAX_RUNS)
+		s->v[s->n++] = gbps;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const struct series *s)
+{
+	double v[MAX_RUNS];
+
+	if (!s->n)
+		return 0;
+	memcpy(v, s->v, sizeof(double) * (size_t)s->n);
+	qsort(v, (size_t)s->n, sizeof(double), cmp_d);
+	return s->n % 2 ? v[s->n / 2] : (v[s->n / 2 - 1] + v[s->n / 2]) / 2;
+}
+
+/* Run fio, return its bandwidth in bytes/s for the section ("read"/"write"). */
+static double run_fio(const struct cfg *c, char *const argv[],
+		      const char *section)
+{
+	posix_spawn_file_actions_t fa;
+	char *out = NULL, *p, key[32];
+	size_t len = 0, cap = 0;
+	int pipefd[2], status;
+	pid_t pid;
+	double bw = -1;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+	if (posix_spawnp(&pid, c->fio, &fa, NULL, argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(pipefd[1]);
+	for (;;) {
+		ssize_t r;
+
+		if (len + 4096 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			p = realloc(out, cap + 1);
+			if (!p)
+				break;
+			out = p;
+		}
+		r = read(pipefd[0], out + len, cap - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(pipefd[0]);
+	waitpid(pid, &status, 0);
+	if (!out)
+		return -1;
+	out[len] = 0;
+	snprintf(key, sizeof(key), "\"%s\" : {", section);
+	p = strstr(out, "\"jobs\"");
+	if (p)
+		p = strstr(p, key);
+	if (p)
+		p = strstr(p, "\"bw_bytes\"");
+	if (p && WIFEXITED(status) && !WEXITSTATUS(status)) {
+		p = strchr(p, ':');
+		if (p)
+			bw = strtod(p + 1, NULL);
+	}
+	if (bw < 0)
+		fprintf(stderr, "pinbench: fio failed or printed no %s bandwidth\n",
+			section);
+	free(out);
+	return bw;
+}
+
+static double fio_load(const struct cfg *c, const char *file, uint64_t size)
+{
+	char bs[32], qd[32], sz[32];
+	char *argv[] = {
+		(char *)c->fio, "--name=pinbench", "--readonly", "--rw=read",
+		"--ioengine=io_uring", "--direct=1", "--output-format=json",
+		"--filename", (char *)file, bs, qd, sz, NULL,
+	};
+
+	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
+	snprintf(qd, sizeof(qd), "--iodepth=%u", c->qd);
+	snprintf(sz, sizeof(sz), "--size=%llu",
+		 (unsigned long long)(size & ~4095ULL));
+	return run_fio(c, argv, "read");
+}
+
+static double fio_save(const struct cfg *c, const char *file, uint64_t size)
+{
+	char bs[32], qd[32], sz[32];
+	char *argv[] = {
+		(char *)c->fio, "--name=pinbench", "--rw=write",
+		"--ioengine=io_uring", "--direct=1", "--end_fsync=1",
+		"--output-format=json", "--filename", (char *)file, bs, qd, sz,
+		NULL,
+	};
+
+	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
+	snprintf(qd, sizeof(qd), "--iodepth=%u", c->qd);
+	snprintf(sz, sizeof(sz), "--size=%llu", (unsigned long long)size);
+	return run_fio(c, argv, "write");
+}
+
+/* Buffered pread, request-size chunks, into pinned memory. */
+static double pread_load(const char *file, void *dst, uint64_t size,
+			 uint32_t req)
+{
+	uint64_t t0 = now_ns(), at = 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	while (at < size) {
+		ssize_t r = pread(fd, (char *)dst + at,
+				  size - at < req ? size - at : req, (off_t)at);
+
+		if (r <= 0)
+			break;
+		at += (uint64_t)r;
+	}
+	close(fd);
+	return (double)at / ((double)(now_ns() - t0) / 1e9);
+}
+
+/* mmap the file and memcpy it into pinned memory (as the safetensors
+ * library reads: map, then copy out). */
+static double mmap_load(const char *file, void *dst, uint64_t size)
+{
+	uint64_t t0 = now_ns();
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	void *m;
+
+	if (fd < 0)
+		return -1;
+	m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	memcpy(dst, m, size);
+	munmap(m, size);
+	return (double)size / ((double)(now_ns() - t0) / 1e9);
+}
+
+static void report(const struct cfg *c, const char *what, const char *file,
+		   uint64_t size, struct series *s, int ns, int base,
+		   const char *extra)
+{
+	int i;
+
+	if (c->json) {
+		printf("{\"bench\":\"%s\",\"file\":\"%s\",\"bytes\":%llu,"
+		       "\"runs\":%d,\"queue_depth\":%u,\"request_size\":%u,"
+		       "\"cold_cache\":%s,\"median_gbps\":{",
+		       what, file, (unsigned long long)size, c->runs, c->qd,
+		       c->req, c->cold ? "true" : "false");
+		for (i = 0; i < ns; i++)
+			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
+			       median(&s[i]));
+		printf("},\"ratio_to\":{\"%s\":{", s[base].name);
+		for (i = 0; i < ns; i++)
+			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
+			       median(&s[base]) > 0 ?
+			       median(&s[i]) / median(&s[base]) : 0);
+		printf("}},\"note\":\"%s\"}\n", extra);
+		return;
+	}
+	printf("pinbench %s %s: %.3f GB, %d runs alternated, queue depth %u, request %u bytes, %s\n",
+	       what, file, (double)size / 1e9, c->runs, c->qd, c->req,
+	       c->cold ? "page cache dropped before each run" :
+	       "CACHES WARM (not root: cannot drop the page cache)");
+	printf("  %-31s %10s %10s   runs (GB/s)\n", "method", "median", "ratio");
+	for (i = 0; i < ns; i++) {
+		int k;
+
+		printf("  %-31s %8.3f GB/s %6.2fx  ", s[i].name, median(&s[i]),
+		       median(&s[base]) > 0 ? median(&s[i]) / median(&s[base]) : 0);
+		for (k = 0; k < s[i].n; k++)
+			printf(" %.2f", s[i].v[k]);
+		printf("\n");
+	}
+	printf("  (ratios to %s)%s%s\n", s[base].name, extra[0] ? "\n  " : "",
+	       extra);
+}
+
+static int prep_cold(struct cfg *c)
+{
+	int ret = drop_caches();
+
+	if (ret)
+		c->cold = 0;
+	return ret;
+}
+
+static int bench_load(struct cfg *c, const char *file)
+{
+	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	struct series s[8];
+	struct pin_dev *devs[2] = { 0 };
+	struct pin_region *r = NULL;
+	char fb[256] = "";
+	struct stat sb;
+	void *dst;
+	int run, b, ns = 0, i_fio, i_pread, i_mmap, i_lib[2], i_e2e[2];
+	uint64_t size;
+	char names[4][64];
+
+	if (stat(file, &sb) < 0) {
+		fprintf(stderr, "pinbench: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	size = (uint64_t)sb.st_size;
+	memset(s, 0, sizeof(s));
+	for (b = 0; b < c->nbackends; b++) {
+		int ret = pin_open(&devs[b], c->backends[b]);
+
+		if (ret) {
+			fprintf(stderr, "pinbench: open %s backend: %s\n",
+				pin_backend_name(c->backends[b]), strerror(-ret));
+			return 1;
+		}
+		snprintf(names[2 * b], sizeof(names[0]), "libpin %s (transfer)",
+			 pin_backend_name(c->backends[b]));
+		snprintf(names[2 * b + 1], sizeof(names[0]), "libpin %s (end to end)",
+			 pin_backend_name(c->backends[b]));
+		i_lib[b] = ns++;
+		s[i_lib[b]].name = names[2 * b];
+		i_e2e[b] = ns++;
+		s[i_e2e[b]].name = names[2 * b + 1];
+	}
+	i_fio = ns++;
+	s[i_fio].name = "fio io_uring O_DIRECT";
+	i_pread = ns++;
+	s[i_pread].name = "buffered pread -> pinned";
+	i_mmap = ns++;
+	s[i_mmap].name = "mmap + memcpy -> pinned";
+	/* The baselines' pinned destination, allocated once, off the clock. */
+	if (pin_alloc(devs[0], size, 0, &r) &&
+	    pin_alloc(devs[0], size, PIN_ALLOC_FALLBACK, &r)) {
+		fprintf(stderr, "pinbench: pinned region of %llu bytes: %s\n",
+			(unsigned long long)size, pin_dev_error(devs[0]));
+		return 1;
+	}
+	if (pin_region_map(r, &dst)) {
+		fprintf(stderr, "pinbench: %s\n", pin_region_error(r));
+		return 1;
+	}
+	for (run = 0; run < c->runs; run++) {
+		for (b = 0; b < c->nbackends; b++) {
+			struct pin_st *ck = pin_st_new();
+			struct pin_io_stats st;
+
+			prep_cold(c);
+			if (pin_st_load(ck, devs[b], file, &o)) {
+				fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
+				return 1;
+			}
+			pin_st_stats(ck, &st);
+			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
+			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
+			if (!st.direct || !st.fixed_buffers)
+				snprintf(fb, sizeof(fb), "libpin: %s%s",
+					 st.direct ? "O_DIRECT; " : "buffered; ",
+					 st.fallback_reason);
+			pin_st_free(ck);
+		}
+		prep_cold(c);
+		add(&s[i_fio], fio_load(c, file, size) / 1e9);
+		prep_cold(c);
+		add(&s[i_pread], pread_load(file, dst, size, c->req) / 1e9);
+		prep_cold(c);
+		add(&s[i_mmap], mmap_load(file, dst, size) / 1e9);
+	}
+	report(c, "load", file, size, s, ns, i_fio, fb);
+	if (!c->json) {
+		printf("  libpin (transfer) / fio: %.2f   libpin (transfer) / mmap+memcpy: %.2f\n",
+		       median(&s[i_lib[0]]) / median(&s[i_fio]),
+		       median(&s[i_lib[0]]) / median(&s[i_mmap]));
+		if (c->nbackends == 2)
+			printf("  %s / %s (transfer): %.3f   (end to end): %.3f\n",
+			       pin_backend_name(c->backends[0]),
+			       pin_backend_name(c->backends[1]),
+			       median(&s[i_lib[0]]) / median(&s[i_lib[1]]),
+			       median(&s[i_e2e[0]]) / median(&s[i_e2e[1]]));
+	}
+	pin_region_free(r);
+	for (b = 0; b < c->nbackends; b++)
+		pin_close(devs[b]);
+	return 0;
+}
+
+static int bench_save(struct cfg *c, const char *out)
+{
+	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	enum { NT = 16 };
+	struct pin_st_tensor t[NT];
+	uint64_t shapes[NT], size = c->save_size, per = size / NT, i;
+	char names[NT][16], fiofile[4096], fb[256] = "";
+	struct series s[3];
+	struct pin_region *r;
+	struct pin_dev *dev;
+	struct pin_st *ck = pin_st_new();
+	uint32_t x = 12345;
+	uint8_t *p;
+	void *map;
+	int run;
+
+	size = per * NT;
+	if (pin_open(&dev, c->backends[0]) ||
+	    (pin_alloc(dev, size, 0, &r) &&
+	     pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) ||
+	    pin_region_map(r, &map)) {
+		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
+			(unsigned long long)size);
+		return 1;
+	}
+	for (p = map, i = 0; i < size; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+	for (i = 0; i < NT; i++) {
+		snprintf(names[i], sizeof(names[i]), "w%llu", (unsigned long long)i);
+		shapes[i] = per;
+		t[i] = (struct pin_st_tensor){
+			.name = names[i], .dtype = PIN_DT_U8, .ndim = 1,
+			.shape = &shapes[i], .nbytes = per, .region = r,
+			.region_offset = i * per,
+		};
+	}
+	snprintf(fiofile, sizeof(fiofile), "%s.fio", out);
+	memset(s, 0, sizeof(s));
+	s[0].name = "libpin pin_st_save (transfer)";
+	s[1].name = "libpin pin_st_save (end to end)";
+	s[2].name = "fio io_uring O_DIRECT + fsync";
+	for (run = 0; run < c->runs; run++) {
+		struct pin_io_stats st;
+
+		unlink(out);
+		prep_cold(c);
+		if (pin_st_save(ck, out, t, NT, NULL, NULL, 0, &o)) {
+			fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
+			return 1;
+		}
+		pin_st_stats(ck, &st);
+		add(&s[0], (double)st.bytes / (double)st.io_ns);
+		add(&s[1], (double)st.bytes / (double)st.ns);
+		if (!st.direct || !st.fixed_buffers)
+			snprintf(fb, sizeof(fb), "libpin: %s%s",
+				 st.direct ? "O_DIRECT; " : "buffered; ",
+				 st.fallback_reason);
+		unlink(fiofile);
+		prep_cold(c);
+		add(&s[2], fio_save(c, fiofile, size) / 1e9);
+	}
+	unlink(out);
+	unlink(fiofile);
+	report(c, "save", out, size, s, 3, 2, fb);
+	pin_st_free(ck);
+	pin_region_free(r);
+	pin_close(dev);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: pinbench load FILE [options]\n"
+		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
+		"  --runs N            alternated runs per method (default 5)\n"
+		"  --queue-depth N     (default %u)\n"
+		"  --request-size N    bytes, K/M suffix (default %u)\n"
+		"  --backend LIST      device, portable, or device,portable to compare\n"
+		"  --size N            save: bytes to write, K/M/G suffix (default 1G)\n"
+		"  --fio PATH          fio binary (default fio)\n"
+		"  --json              one JSON object\n",
+		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 0);
+
+	switch (*end) {
+	case 'K': case 'k': v <<= 10; end++; break;
+	case 'M': case 'm': v <<= 20; end++; break;
+	case 'G': case 'g': v <<= 30; end++; break;
+	}
+	if (*end || !v)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_backend(const char *s)
+{
+	if (!strcmp(s, "device"))
+		return PIN_BACKEND_DEVICE;
+	if (!strcmp(s, "portable"))
+		return PIN_BACKEND_PORTABLE;
+	if (!strcmp(s, "auto"))
+		return PIN_BACKEND_AUTO;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "runs", required_argument, NULL, 'n' },
+		{ "queue-depth", required_argument, NULL, 'q' },
+		{ "request-size", required_argument, NULL, 'r' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "size", required_argument, NULL, 's' },
+		{ "fio", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct cfg c = {
+		.qd = PIN_IO_DEFAULT_QUEUE_DEPTH,
+		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
+		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
+		.save_size = 1ULL << 30, .fio = "fio",
+	};
+	uint64_t v;
+	char *comma;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'n':
+			c.runs = atoi(optarg);
+			if (c.runs < 1 || c.runs > MAX_RUNS)
+				return usage(), 2;
+			break;
+		case 'q': c.qd = (unsigned)atoi(optarg); break;
+		case 'r':
+			if (parse_size(optarg, &v) || v > UINT32_MAX)
+				return usage(), 2;
+			c.req = (uint32_t)v;
+			break;
+		case 'b':
+			comma = strchr(optarg, ',');
+			if (comma)
+				*comma = 0;
+			c.backends[0] = parse_backend(optarg);
+			c.nbackends = 1;
+			if (comma) {
+				c.backends[1] = parse_backend(comma + 1);
+				c.nbackends = 2;
+			}
+			if (c.backends[0] < 0 || (comma && c.backends[1] < 0))
+				return usage(), 2;
+			break;
+		case 's':
+			if (parse_size(optarg, &c.save_size))
+				return usage(), 2;
+			break;
+		case 'f': c.fio = optarg; break;
+		case 'j': c.json = 1; break;
+		default:
+			usage();
+			return ch == 'h' ? 0 : 2;
+		}
+	}
+	if (drop_caches())
+		c.cold = 0;
+	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc)
+		return bench_load(&c, argv[optind + 1]);
+	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc)
+		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
+				  "pinbench-save.safetensors");
+	usage();
+	return 2;
+}
