@@ -205,8 +205,11 @@ int pin__portable_view(struct pin_region *r, uint64_t offset,
 	char path[64];
 	int fd, sealed;
 
-	(void)offset;
-	(void)length;
+	/* hugetlbfs maps and unmaps in whole huge pages only. */
+	if (r->hugetlb && ((offset | length) & (HUGE_2M - 1)))
+		return pin__fail(r->err, -EINVAL,
+				 "view: region %" PRIu64 " is a hugetlb memfd (portable backend): views must start and end on 2 MiB boundaries",
+				 r->id);
 	if (flags & PIN_VIEW_WRITE) {
 		sealed = pin__portable_sealed(r->fd);
 		if (sealed < 0)
