@@ -410,9 +410,10 @@ const char *pin_st_error(const struct pin_st *ck);
 
 /*
  * Parse (validate) the header of one safetensors file without reading the
- * data section. -EINVAL for a rule violation (the error names it), -EIO
- * for a short file, open/read errors otherwise. The checkpoint must be
- * empty (-EBUSY if not).
+ * data section. -EINVAL for a rule violation, a truncated file included
+ * (the error names the file, the tensor and the rule), -ESTALE if the file
+ * shrinks while being read, open/read errors otherwise. The checkpoint
+ * must be empty (-EBUSY if not).
  */
 int pin_st_parse_file(struct pin_st *ck, const char *path);
 /*
@@ -430,8 +431,10 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  * file's data section read once, with O_DIRECT where allowed, in large
  * requests. Each region is sealed when its file is loaded. On failure the
  * checkpoint is left empty. The checkpoint must be empty (-EBUSY).
- * Errors: -EINVAL (format rule), -EIO (short file), -ESTALE (a file
- * changed size during the load), allocation/seal/IO errors.
+ * opts->progress, if set, sees done/total bytes over the whole checkpoint.
+ * Errors: -EINVAL (format rule, truncated file), -ESTALE (a file changed
+ * size during the load), -EIO (end of file where data should be),
+ * allocation/seal/IO errors.
  */
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		const struct pin_io_opts *opts);

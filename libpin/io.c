@@ -782,6 +782,8 @@ again:
 			goto out;
 		}
 		st->bytes += tail;
+		note_fallback(st, "%s: last %llu bytes written buffered (a partial block inside the file)",
+			      f->path, (unsigned long long)tail);
 	} else if (f->direct && total % PIN_IO_ALIGN &&
 		   file_off + total >= f->size &&
 		   ftruncate(f->fd, (off_t)(file_off + total)) < 0) {

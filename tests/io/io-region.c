@@ -5,8 +5,8 @@
  * file_off % 4096; misaligned region offsets and ranges past the region
  * fail with -EINVAL, described by pin_region_error. Registered buffers:
  * used where the kernel takes the mapping, else the stats say it refused;
- * on the device backend under Linux 6.1 the refusal is expected
- * (EOPNOTSUPP for a non-shmem file mapping).
+ * on the device backend Linux 6.1 refuses (EOPNOTSUPP for a non-shmem
+ * file mapping) and 6.12 accepts.
  *   io-region DIR
  */
 #include <sys/utsname.h>
@@ -56,6 +56,9 @@ int main(int argc, char **argv)
 		CHECK(!st.fixed_buffers &&
 		      strstr(st.fallback_reason, "refused by the kernel (Operation not supported)"),
 		      "6.1 device mapping: fixed=%d \"%s\"", st.fixed_buffers,
+		      st.fallback_reason);
+	if (pin_dev_backend(dev) == PIN_BACKEND_DEVICE && !strncmp(u.release, "6.12.", 5))
+		CHECK(st.fixed_buffers, "6.12 device mapping: no fixed buffers: \"%s\"",
 		      st.fallback_reason);
 	/* PIN_IO_NO_FIXED is honoured. */
 	o.flags = PIN_IO_NO_FIXED;
