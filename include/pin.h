@@ -268,9 +268,9 @@ int pin_recv_fd(int sock, int *fdp);
 #define PIN_IO_BUFFERED		(1U << 0)	/* never O_DIRECT */
 #define PIN_IO_NO_FIXED		(1U << 1)	/* never register fixed buffers */
 
-#define PIN_IO_DEFAULT_QUEUE_DEPTH	16
+#define PIN_IO_DEFAULT_QUEUE_DEPTH	16U
 #define PIN_IO_DEFAULT_REQUEST_SIZE	(4U << 20)
-#define PIN_IO_MAX_QUEUE_DEPTH		256
+#define PIN_IO_MAX_QUEUE_DEPTH		256U
 #define PIN_IO_MAX_REQUEST_SIZE		(64U << 20)
 
 /* Called now and then as requests complete: done of total bytes so far. */

@@ -817,7 +817,7 @@ int pin_io_read(void *buf, uint64_t buf_len, const char *path,
 		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
 		struct pin_io_stats *stats)
 {
-	struct pin_io_stats local;
+	struct pin_io_stats local = { 0 };
 	struct pin_io_stats *st = stats ? stats : &local;
 	uint64_t t0 = pin__now_ns(), span, aoff;
 	struct pin_io_opts o;
@@ -858,7 +858,7 @@ int pin_io_write(const void *buf, uint64_t len, const char *path,
 		 uint64_t file_off, const struct pin_io_opts *opts,
 		 struct pin_io_stats *stats)
 {
-	struct pin_io_stats local;
+	struct pin_io_stats local = { 0 };
 	struct pin_io_stats *st = stats ? stats : &local;
 	struct pin__seg seg = { .p = buf, .len = len };
 	uint64_t t0 = pin__now_ns();
@@ -913,7 +913,7 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 		  uint64_t file_off, uint64_t len,
 		  const struct pin_io_opts *opts, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local;
+	struct pin_io_stats local = { 0 };
 	struct pin_io_stats *st = stats ? stats : &local;
 	uint64_t span = pin_io_span(file_off, len);
 	char *addr;
@@ -934,7 +934,7 @@ int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
 		   uint64_t file_off, uint64_t len,
 		   const struct pin_io_opts *opts, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local;
+	struct pin_io_stats local = { 0 };
 	struct pin_io_stats *st = stats ? stats : &local;
 	char *addr;
 	int ret;
