@@ -27,8 +27,9 @@
  *    not OPEN fails with EPERM (of a read-only view fd: EACCES, from the
  *    kernel's own check). Mappings that cannot write now can never be
  *    mprotect()ed to write (EACCES).
- *  - mappings cannot grow (mremap: EFAULT); moving and duplicating them
- *    (mremap with old_len 0) is counted like any other mapping.
+ *  - mappings cannot grow (mremap: EFAULT); that includes duplicating one
+ *    with mremap(old_len = 0), which is growth from zero. Moving a mapping
+ *    is counted like any other mapping.
  *  - pages are inserted as ordinary struct pages, so GUP (O_DIRECT,
  *    process_vm_readv, cuMemHostRegister) works on every mapping.
  */
