@@ -706,7 +706,12 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	astart = sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	head = sf->data_start - astart;
 	span = pin_io_span(sf->data_start, sf->data_len);
-	ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN, 0, &r);
+	/* fallocate of a memfd may be interrupted (EINTR): try again. */
+	for (i = 0; i < 5; i++) {
+		ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN, 0, &r);
+		if (ret != -EINTR)
+			break;
+	}
 	if (ret == -ENOMEM) {
 		ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN,
 				PIN_ALLOC_FALLBACK, &r);

@@ -345,7 +345,8 @@ static int bench_load(struct cfg *c, const char *file)
 			struct pin_io_stats st;
 
 			prep_cold(c);
-			if (pin_st_load(ck, devs[b], file, &o)) {
+			if (pin_st_load(ck, devs[b], file, &o) &&
+			    pin_st_load(ck, devs[b], file, &o)) {
 				fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
 				return 1;
 			}
