@@ -59,4 +59,14 @@ install-libpin: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a
 		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/libpin.pc
 	install -m 0644 include/pin.h $(DESTDIR)$(PREFIX)/include/
 	install -m 0644 include/uapi/pinmem.h $(DESTDIR)$(PREFIX)/include/uapi/
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 0644 libpin/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 libpin/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	# Every other name in a page's NAME line is a .so link to it.
+	for p in libpin/man/*.3; do b=$$(basename $$p); \
+		for n in $$(sed -n '/^\.SH NAME/{n;s/ \\-.*//;s/,//g;p;}' $$p); do \
+			[ "$$n.3" = "$$b" ] || echo ".so man3/$$b" \
+				>$(DESTDIR)$(PREFIX)/share/man/man3/$$n.3; \
+		done; \
+	done
 .PHONY: install-libpin
