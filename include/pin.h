@@ -50,7 +50,8 @@ struct pin_dev;
 
 /*
  * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem can be
- * opened. The environment variable PIN_BACKEND=device|portable overrides
+ * opened (else portable; but a device whose ABI does not fit is -EPROTO,
+ * not a silent fallback). The environment variable PIN_BACKEND=device|portable overrides
  * AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no device),
  * -EPROTO (module ABI too old or too new for this library), -ENOMEM,
  * -EINVAL (unknown backend).

@@ -29,15 +29,18 @@ static int backend_from_env(int backend)
 	return -EINVAL;
 }
 
-static int open_device(struct pin_dev *dev)
+/* *opened tells whether open() itself worked (AUTO falls back if not). */
+static int open_device(struct pin_dev *dev, int *opened)
 {
 	struct pinmem_version ver;
 	int fd, ret;
 
+	*opened = 0;
 	fd = open(PINMEM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return pin__fail(dev->err, -errno, "open %s",
 				 PINMEM_DEVICE_PATH);
+	*opened = 1;
 	memset(&ver, 0, sizeof(ver));
 	ret = pin__ioctl(fd, PINMEM_IOC_VERSION, &ver);
 	if (ret) {
@@ -87,10 +90,15 @@ int pin_open(struct pin_dev **devp, int backend)
 	dev->chunk_size = PINMEM_CHUNK_SIZE;
 
 	if (want == PIN_BACKEND_DEVICE || want == PIN_BACKEND_AUTO) {
-		ret = open_device(dev);
-		/* AUTO falls back only when there is no device at all. */
-		if (ret == 0 || want == PIN_BACKEND_DEVICE ||
-		    (ret != -ENOENT && ret != -ENXIO && ret != -ENODEV)) {
+		int opened;
+
+		ret = open_device(dev, &opened);
+		/*
+		 * AUTO falls back when the device cannot be opened (absent,
+		 * no permission), never past a device that answers wrongly
+		 * (an ABI mismatch must be heard, not papered over).
+		 */
+		if (ret == 0 || want == PIN_BACKEND_DEVICE || opened) {
 			if (ret) {
 				free(dev);
 				return ret;
