@@ -67,7 +67,8 @@ static void show_holders(int fd)
 	if (ioctl(fd, PINMEM_IOC_HOLDERS, &req))
 		die("HOLDERS");
 	for (__u32 i = 0; i < req.count && i < req.capacity; i++)
-		printf("    pid %u (%s) %-5s %#llx-%#llx %c%c%c, region bytes %llu+%llu\n",
+		printf("    pid %u (%s): %s mapping %#llx-%#llx %c%c%c of region "
+		       "bytes [%llu MiB, %llu MiB)%s\n",
 		       h[i].tgid, h[i].comm,
 		       h[i].kind == PINMEM_HOLDER_VIEW ? "view" : "owner",
 		       (unsigned long long)h[i].start,
@@ -75,8 +76,9 @@ static void show_holders(int fd)
 		       h[i].prot & PROT_READ ? 'r' : '-',
 		       h[i].prot & PROT_WRITE ? 'w' : '-',
 		       h[i].prot & PROT_EXEC ? 'x' : '-',
-		       (unsigned long long)h[i].offset,
-		       (unsigned long long)h[i].length);
+		       (unsigned long long)h[i].offset / MiB,
+		       (unsigned long long)(h[i].offset + h[i].length) / MiB,
+		       h[i].kind == PINMEM_HOLDER_VIEW ? "  <- holds the donation up" : "");
 }
 
 static int transition(int fd, unsigned long request)
