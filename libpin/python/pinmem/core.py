@@ -556,15 +556,16 @@ class PinnedArray(np.ndarray):
     Behaves like any ndarray. Arrays derived from it (slices, reshapes,
     np.asarray) keep the mapping alive; it is unmapped when the last of
     them is collected. As a context manager it ends the mapping at the end
-    of the block: the array (under every name in that scope) becomes a
-    0-element array, and ViewInUseError is raised instead, with the mapping
-    left valid, if anything else still refers to it."""
+    of the block: the array becomes a 0-element array (the name bound by
+    ``as`` sees that), and ViewInUseError is raised instead, with the
+    mapping left valid, if anything else still refers to it (another name
+    included)."""
 
-    def __array_wrap__(self, obj, context=None):
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
         # Results that own fresh memory are plain arrays, not views.
         if obj.base is None or _mapping_of(obj) is None:
-            return obj.view(np.ndarray)
-        return obj
+            obj = obj.view(np.ndarray)
+        return obj[()] if return_scalar else obj
 
     def __enter__(self):
         return self
