@@ -65,7 +65,8 @@ class Cuda:
 class DeviceBuffer:
     """nbytes of device memory in the primary context of a device, through
     the driver API: fill it from host memory once, copy it out to host
-    memory (a registered pinned region) as often as wanted."""
+    memory (a registered pinned region) as often as wanted. Untested here:
+    the development machines have no GPU."""
 
     def __init__(self, nbytes, device=0):
         try:
@@ -74,6 +75,7 @@ class DeviceBuffer:
             raise PinError(2, "libcuda.so.1: %s" % e) from None
         self.cu = cu
         self.nbytes = nbytes
+        self.dptr = None
         dev = ctypes.c_int()
         ctx = ctypes.c_void_p()
         self._ok(cu.cuInit(0), "cuInit")
@@ -81,13 +83,19 @@ class DeviceBuffer:
         self._ok(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev),
                  "cuDevicePrimaryCtxRetain")
         self.dev, self.ctx = dev, ctx
-        self._ok(cu.cuCtxPushCurrent_v2(ctx), "cuCtxPushCurrent")
-        self.dptr = ctypes.c_uint64()
+        dptr = ctypes.c_uint64()
         try:
-            self._ok(cu.cuMemAlloc_v2(ctypes.byref(self.dptr),
-                                      ctypes.c_size_t(nbytes)), "cuMemAlloc")
-        finally:
-            cu.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+            self._in_ctx(cu.cuMemAlloc_v2, ctypes.byref(dptr),
+                         ctypes.c_size_t(nbytes), what="cuMemAlloc")
+        except PinError:
+            self._release_ctx()
+            raise
+        self.dptr = dptr
+
+    def _release_ctx(self):
+        rel = getattr(self.cu, "cuDevicePrimaryCtxRelease_v2", None) or \
+            self.cu.cuDevicePrimaryCtxRelease
+        rel(self.dev)
 
     @staticmethod
     def _ok(res, what):
@@ -114,8 +122,9 @@ class DeviceBuffer:
 
     def close(self):
         if self.dptr is not None:
-            self._in_ctx(self.cu.cuMemFree_v2, self.dptr, what="cuMemFree")
-            self.dptr = None
-            rel = getattr(self.cu, "cuDevicePrimaryCtxRelease_v2", None) or \
-                self.cu.cuDevicePrimaryCtxRelease
-            rel(self.dev)
+            try:
+                self._in_ctx(self.cu.cuMemFree_v2, self.dptr,
+                             what="cuMemFree")
+            finally:
+                self.dptr = None
+                self._release_ctx()
