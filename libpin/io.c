@@ -334,7 +334,12 @@ static void engine_submit(struct engine *e, struct pin__file *f,
 	struct slot *s = &e->slots[idx];
 	unsigned len = (unsigned)s->len;
 
-	/* Never NULL: at most nslots requests exist, the ring has nslots. */
+	/* At most nslots requests exist and the ring has nslots entries, so
+	 * a full queue only means entries not yet handed to the kernel. */
+	while (!sqe) {
+		io_uring_submit(&e->ring);
+		sqe = io_uring_get_sqe(&e->ring);
+	}
 	if (write && s->fixed >= 0)
 		io_uring_prep_write_fixed(sqe, f->fd, s->buf, len, s->off,
 					  s->fixed);
