@@ -4,6 +4,7 @@
  * validated here (unknown flags, reserved fields, lengths: EINVAL); every
  * struct copied out is zeroed first. Foreign ioctl numbers: ENOTTY.
  */
+#include <linux/err.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/overflow.h>
@@ -90,26 +91,59 @@ static int pinmem_ioc_alloc(void __user *arg)
 	return pinmem_install_fd(file, arg, &a, sizeof(a), &a.fd);
 }
 
+/*
+ * Snapshot records into a kernel buffer, sized by what exists rather than
+ * by the caller's capacity: ask for the count first, then fill, again if
+ * the count grew in between. Returns the buffer (NULL when no record is to
+ * be copied), its record count in *filled and the total in *count.
+ */
+static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
+			     void *ctx, size_t size, u32 capacity,
+			     u32 *filled, u32 *count)
+{
+	void *buf = NULL;
+	u32 n = 0;
+	int tries;
+
+	for (tries = 0; ; tries++) {
+		*count = snap(ctx, buf, n);
+		if (*count <= n || n == capacity)
+			break;
+		kvfree(buf);
+		if (tries == 4)
+			return ERR_PTR(-EAGAIN);
+		n = min(*count, capacity);
+		buf = kvcalloc(n, size, GFP_KERNEL_ACCOUNT);
+		if (!buf)
+			return ERR_PTR(-ENOMEM);
+	}
+	*filled = min(*count, n);
+	return buf;
+}
+
+static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
+{
+	return pinmem_region_list(buf, cap);
+}
+
 static int pinmem_ioc_list(void __user *arg)
 {
-	struct pinmem_region_info *buf = NULL;
 	struct pinmem_list l;
-	u32 count;
-	int ret;
+	u32 filled, count;
+	void *buf;
+	int ret = 0;
 
 	if (copy_from_user(&l, arg, sizeof(l)))
 		return -EFAULT;
-	if (l.reserved || l.capacity > PINMEM_MAX_RECORDS)
+	if (l.reserved)
 		return -EINVAL;
-	if (l.capacity) {
-		buf = kvcalloc(l.capacity, sizeof(*buf), GFP_KERNEL_ACCOUNT);
-		if (!buf)
-			return -ENOMEM;
-	}
-	ret = pinmem_region_list(buf, l.capacity, &count);
-	if (!ret && copy_to_user(u64_to_user_ptr(l.regions_ptr), buf,
-				 array_size(min(count, l.capacity),
-					    sizeof(*buf))))
+	buf = pinmem_snapshot(pinmem_list_snap, NULL,
+			      sizeof(struct pinmem_region_info), l.capacity,
+			      &filled, &count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	if (copy_to_user(u64_to_user_ptr(l.regions_ptr), buf,
+			 array_size(filled, sizeof(struct pinmem_region_info))))
 		ret = -EFAULT;
 	kvfree(buf);
 	if (ret)
@@ -122,21 +156,21 @@ static int pinmem_ioc_list(void __user *arg)
 static int pinmem_holders(struct pinmem_region *region,
 			  struct pinmem_holders *q, void __user *arg)
 {
-	struct pinmem_holder *buf = NULL;
-	u32 count;
+	u32 filled, count;
+	void *buf;
+	int ret = 0;
 
-	if (q->capacity) {
-		buf = kvcalloc(q->capacity, sizeof(*buf), GFP_KERNEL_ACCOUNT);
-		if (!buf)
-			return -ENOMEM;
-	}
-	count = pinmem_holders_snapshot(region, buf, q->capacity);
+	buf = pinmem_snapshot(pinmem_holders_snapshot, region,
+			      sizeof(struct pinmem_holder), q->capacity,
+			      &filled, &count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
 	if (copy_to_user(u64_to_user_ptr(q->holders_ptr), buf,
-			 array_size(min(count, q->capacity), sizeof(*buf)))) {
-		kvfree(buf);
-		return -EFAULT;
-	}
+			 array_size(filled, sizeof(struct pinmem_holder))))
+		ret = -EFAULT;
 	kvfree(buf);
+	if (ret)
+		return ret;
 	q->count = count;
 	return copy_to_user(arg, q, sizeof(*q)) ? -EFAULT : 0;
 }
@@ -145,7 +179,7 @@ static int pinmem_holders_args(struct pinmem_holders *q, void __user *arg)
 {
 	if (copy_from_user(q, arg, sizeof(*q)))
 		return -EFAULT;
-	if (q->reserved || q->capacity > PINMEM_MAX_RECORDS)
+	if (q->reserved)
 		return -EINVAL;
 	return 0;
 }

@@ -271,13 +271,14 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 }
 
 /*
- * Fill up to capacity holder records; returns how many mappings exist.
- * Start, length and protection come from the live VMA: splits and mprotect
- * change them after the record was made.
+ * Fill up to capacity holder records (struct pinmem_holder) of a region;
+ * returns how many mappings exist. Start, length and protection come from
+ * the live VMA: splits and mprotect change them after the record was made.
  */
-u32 pinmem_holders_snapshot(struct pinmem_region *region,
-			    struct pinmem_holder *buf, u32 capacity)
+u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 {
+	struct pinmem_region *region = arg;
+	struct pinmem_holder *buf = out;
 	struct pinmem_holder_rec *rec;
 	u32 n = 0;
 

@@ -18,9 +18,6 @@
 
 #include <uapi/pinmem.h>
 
-/* Largest capacity accepted by LIST and HOLDERS (larger: EINVAL). */
-#define PINMEM_MAX_RECORDS	65536U
-
 /*
  * A region: the pages, their charge, and the state the views obey.
  * Lifetime: a kref held by the region file and by each view file; VMAs hold
@@ -95,8 +92,7 @@ struct file *pinmem_region_file(struct pinmem_region *region);
 bool pinmem_region_visible(struct pinmem_region *region);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
-int pinmem_region_list(struct pinmem_region_info *buf, u32 capacity,
-		       u32 *count);
+u32 pinmem_region_list(void *buf, u32 capacity);
 extern const struct file_operations pinmem_region_fops;
 
 /* view.c */
@@ -113,8 +109,7 @@ int pinmem_reopen(struct pinmem_region *region);
 /* mmap.c */
 int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
-u32 pinmem_holders_snapshot(struct pinmem_region *region,
-			    struct pinmem_holder *buf, u32 capacity);
+u32 pinmem_holders_snapshot(void *region, void *buf, u32 capacity);
 
 /* ioctl.c */
 long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

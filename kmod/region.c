@@ -314,12 +314,13 @@ void pinmem_region_fill_info(struct pinmem_region *region,
 }
 
 /*
- * Snapshot the regions the caller may see into buf (capacity records);
- * *count gets how many there are. Lock order: regions lock, region lock.
+ * Snapshot the regions the caller may see into buf (up to capacity
+ * records, struct pinmem_region_info); returns how many there are.
+ * Lock order: regions lock, then region lock.
  */
-int pinmem_region_list(struct pinmem_region_info *buf, u32 capacity,
-		       u32 *count)
+u32 pinmem_region_list(void *buf, u32 capacity)
 {
+	struct pinmem_region_info *info = buf;
 	bool admin = capable(CAP_SYS_ADMIN);
 	struct pinmem_region *region;
 	u32 n = 0;
@@ -329,12 +330,11 @@ int pinmem_region_list(struct pinmem_region_info *buf, u32 capacity,
 		if (!pinmem_region_visible_to(region, admin))
 			continue;
 		if (n < capacity)
-			pinmem_region_fill_info(region, &buf[n]);
+			pinmem_region_fill_info(region, &info[n]);
 		n++;
 	}
 	mutex_unlock(&pinmem_regions_lock);
-	*count = n;
-	return 0;
+	return n;
 }
 
 static int pinmem_region_release_file(struct inode *inode, struct file *file)
