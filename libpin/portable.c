@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -52,6 +54,28 @@ static int make_memfd(uint64_t size, int *hugetlb)
 	return memfd_create(MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 }
 
+/*
+ * shmem's fallocate takes whatever it is asked for, up to the OOM killer:
+ * refuse up front what could never be pinned (more than the machine's RAM,
+ * or than RLIMIT_MEMLOCK allows where mlock would honour it).
+ */
+static int check_pinnable(struct pin_dev *dev, uint64_t size)
+{
+	struct sysinfo si;
+	struct rlimit rl;
+
+	if (!sysinfo(&si) && size / si.mem_unit > si.totalram)
+		return pin__fail(dev->err, -ENOMEM,
+				 "alloc %" PRIu64 " bytes: more than this machine's memory (%" PRIu64 " bytes)",
+				 size, (uint64_t)si.totalram * si.mem_unit);
+	if (geteuid() != 0 && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    rl.rlim_cur != RLIM_INFINITY && size > rl.rlim_cur)
+		return pin__fail(dev->err, -ENOMEM,
+				 "alloc %" PRIu64 " bytes: over RLIMIT_MEMLOCK (%" PRIu64 " bytes)",
+				 size, (uint64_t)rl.rlim_cur);
+	return 0;
+}
+
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r)
 {
@@ -63,6 +87,9 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc %" PRIu64 " bytes: too large", size);
 	size = (size + page - 1) & ~(page - 1);
+	ret = check_pinnable(dev, size);
+	if (ret)
+		return ret;
 	fd = make_memfd(size, &r->hugetlb);
 	if (fd < 0)
 		return pin__fail(dev->err, -errno, "alloc: memfd_create");
