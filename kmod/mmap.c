@@ -6,6 +6,14 @@
  * open/close keep the region's counts exact through fork, VMA splits,
  * mremap and exit.
  *
+ * A failed mmap leaves no count: ->mmap counts as its very last step and
+ * cannot fail after it (prefaulting is best effort). Where mmap_region()
+ * can still fail after ->mmap succeeded (6.12: arch_validate_flags, the
+ * maple tree preallocation) it calls vm_ops->close, which uncounts; 6.1
+ * has no failure path after ->mmap. No VMA disappears without ->close in
+ * a merge either: VM_MIXEDMAP and VM_DONTEXPAND are VM_SPECIAL, and the
+ * kernel never merges special VMAs.
+ *
  * Locking: vm_ops and ->mmap run under mmap_lock and take the region lock
  * inside it. The region lock is never held while mapping pages, nor across
  * copies to or from user space.
@@ -24,7 +32,7 @@
 
 #define PINMEM_INSERT_BATCH	64
 
-/* Count a new VMA; the caller holds region->lock. */
+/* Count a VMA in (delta 1) or out (-1); the caller holds region->lock. */
 static void pinmem_count(struct pinmem_holder_rec *rec, int delta)
 {
 	struct pinmem_region *region = rec->region;

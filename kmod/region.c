@@ -251,15 +251,16 @@ err_reserve:
 }
 
 /* Whether the caller may see the region in LIST and HOLDERS by id. */
-bool pinmem_region_visible(struct pinmem_region *region)
-{
-	return uid_eq(current_uid(), region->owner_uid) ||
-	       capable(CAP_SYS_ADMIN);
-}
-
 static bool pinmem_region_visible_to(struct pinmem_region *region, bool admin)
 {
 	return admin || uid_eq(current_uid(), region->owner_uid);
+}
+
+bool pinmem_region_visible(struct pinmem_region *region)
+{
+	/* capable() only when needed: it marks the task as having used it. */
+	return pinmem_region_visible_to(region, false) ||
+	       capable(CAP_SYS_ADMIN);
 }
 
 /* A reference to the region with this id, or NULL. */
