@@ -164,10 +164,11 @@ struct pinmem_holder {
 
 /*
  * PINMEM_IOC_HOLDERS (device fd with region_id; region or view fd with
- * region_id 0). Fills up to capacity records at holders_ptr and sets count
- * to the number of mappings that exist; count > capacity means the list was
- * cut short. On the device fd the caller must own the region (same uid) or
- * have CAP_SYS_ADMIN, else ENOENT as for an unknown id.
+ * region_id 0, else EINVAL). Fills up to capacity records at holders_ptr
+ * and sets count to the number of mappings that exist; count > capacity
+ * means the list was cut short. On the device fd the caller must own the
+ * region (same uid) or have CAP_SYS_ADMIN, else ENOENT as for an unknown id
+ * (or id 0).
  */
 struct pinmem_holders {
 	__u64 region_id;	/* in */
@@ -199,6 +200,7 @@ struct pinmem_list {
  *           Already SEALED: 0. DONATED: EPERM.
  *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists
  *           (after timeout_ms with PINMEM_DONATE_WAIT, ETIMEDOUT instead;
+ *           timeout_ms 0 with PINMEM_DONATE_WAIT waits without a limit;
  *           EINTR on a signal). While it waits, new view mappings fail
  *           with EBUSY. Already DONATED: 0.
  *  PUBLISH: DONATED -> SEALED; from any other state EPERM.
