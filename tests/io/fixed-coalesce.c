@@ -14,11 +14,14 @@
  * Both read imu->nr_bvecs, imu->folio_shift and the first bio_vecs at the
  * offsets of Linux 6.12's io_uring/rsrc.h (ubuf u64 @0, len @8,
  * nr_bvecs @12, folio_shift @16, refs @20, acct_pages @24, bvec[] @32, a
- * bio_vec 16 bytes: page, len @+8, offset @+12). Other kernels: the
- * layout (and on 6.13+ the function's signature) differs, so the probe
- * checks SKIP there. 6.12 coalesces in io_try_coalesce_buffer(): when the
- * pinned pages run contiguously through folios of one size, imu keeps one
- * bvec per folio and folio_shift = that folio's shift.
+ * bio_vec 16 bytes: page, len @+8, offset @+12). 6.12 coalesces in
+ * io_try_coalesce_buffer(): when the pinned pages run contiguously through
+ * folios of one size, imu keeps one bvec per folio and folio_shift = that
+ * folio's shift. On 6.1 only imp is used (its return probes cannot fetch
+ * arguments), at 6.1's offsets (ubuf @0, ubuf_end @8, nr_bvecs @16,
+ * acct_pages @24, bvec[] @32; no folio_shift, no coalescing code). Other
+ * kernels: the layout (and on 6.13+ the signature) differs, so the probe
+ * checks SKIP there.
  *
  * Cases: a pinmem region of 4 chunks (8 MiB, no fallback chunks); as
  * controls, an 8 MiB memfd (4 KiB shmem pages while shmem THP is off) and
@@ -60,6 +63,8 @@ struct tracer {
 	char inst[384];		/* private instance */
 	bool events;		/* events created */
 	bool instance;		/* instance created */
+	bool has_reg;		/* the reg probe too (6.12) */
+	int nr_off;		/* offsetof(struct io_mapped_ubuf, nr_bvecs) */
 	char why[512];		/* why tracing is unavailable */
 };
 
@@ -71,6 +76,7 @@ struct seen {
 	unsigned long long bv0_len, bv0_off, bv1_len;
 	bool imp;		/* an imp line */
 	unsigned long long imp_imu, imp_nr_bvecs, imp_folio_shift;
+	unsigned long long imp_bv0_len, imp_bv1_len;
 };
 
 static int test_no;
@@ -184,14 +190,24 @@ static void explain(struct tracer *t, const char *what, int err)
 	free(log);
 }
 
-static int tracer_start(struct tracer *t)
+static int tracer_start(struct tracer *t, const char *release)
 {
-	static const char *const syms[] = { "io_sqe_buffer_register", "io_import_fixed" };
+	static const char *const syms[] = { "io_import_fixed", "io_sqe_buffer_register" };
 	char path[512], def[640], pidf[64], *ksyms;
 	int err;
 	size_t i;
 
 	memset(t, 0, sizeof(*t));
+	if (!strncmp(release, "6.12.", 5)) {
+		t->has_reg = true;
+		t->nr_off = 12;
+	} else if (!strncmp(release, "6.1.", 4)) {
+		t->nr_off = 16;
+	} else {
+		snprintf(t->why, sizeof(t->why), "kernel %s: the probes know struct "
+			 "io_mapped_ubuf of 6.1 and 6.12 only", release);
+		return -EOPNOTSUPP;
+	}
 	snprintf(t->dir, sizeof(t->dir), "/sys/kernel/tracing");
 	snprintf(path, sizeof(path), "%s/kprobe_events", t->dir);
 	if (access(path, F_OK) && mount("nodev", t->dir, "tracefs", 0, NULL) &&
@@ -202,7 +218,7 @@ static int tracer_start(struct tracer *t)
 	}
 	/* The probe points must be functions of their own, not inlined. */
 	ksyms = read_text("/proc/kallsyms");
-	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
+	for (i = 0; i < (t->has_reg ? 2u : 1u); i++) {
 		char pat[80];
 
 		snprintf(pat, sizeof(pat), " %s\n", syms[i]);
@@ -217,6 +233,7 @@ static int tracer_start(struct tracer *t)
 	snprintf(t->group, sizeof(t->group), "pinmemcoal%d", (int)getpid());
 	live_tracer = t;
 	atexit(tracer_stop_live);
+	t->events = true;
 	/* Return probe: *pimu is the imu just made (6.12 layout). */
 	snprintf(def, sizeof(def),
 		 "r:%s/reg io_sqe_buffer_register ret=$retval:s32 imu=+0($arg3):x64 "
@@ -224,15 +241,16 @@ static int tracer_start(struct tracer *t)
 		 "len=+8(+0($arg3)):u32 acct_pages=+24(+0($arg3)):u64 "
 		 "bv0_len=+40(+0($arg3)):u32 bv0_off=+44(+0($arg3)):u32 "
 		 "bv1_len=+56(+0($arg3)):u32\n", t->group);
-	err = write_str(path, def, O_APPEND);
+	err = t->has_reg ? write_str(path, def, O_APPEND) : 0;
 	if (err) {
 		explain(t, "kretprobe on io_sqe_buffer_register refused", err);
 		return err;
 	}
-	t->events = true;
 	snprintf(def, sizeof(def),
-		 "p:%s/imp io_import_fixed imu=$arg3:x64 nr_bvecs=+12($arg3):u32 "
-		 "folio_shift=+16($arg3):u32 addr=$arg4:x64 len=$arg5:u64\n", t->group);
+		 "p:%s/imp io_import_fixed imu=$arg3:x64 nr_bvecs=+%d($arg3):u32 %s"
+		 "bv0_len=+40($arg3):u32 bv1_len=+56($arg3):u32 addr=$arg4:x64 "
+		 "len=$arg5:u64\n", t->group, t->nr_off,
+		 t->has_reg ? "folio_shift=+16($arg3):u32 " : "");
 	err = write_str(path, def, O_APPEND);
 	if (err) {
 		explain(t, "kprobe on io_import_fixed refused", err);
@@ -310,6 +328,8 @@ static void tracer_read(struct tracer *t, struct seen *s)
 			s->imp_imu = field(line, "imu");
 			s->imp_nr_bvecs = field(line, "nr_bvecs");
 			s->imp_folio_shift = field(line, "folio_shift");
+			s->imp_bv0_len = field(line, "bv0_len");
+			s->imp_bv1_len = field(line, "bv1_len");
 		}
 	}
 	free(text);
@@ -414,12 +434,21 @@ static long anon_huge_kb(void *addr)
  * The coalescing checks for one case. want_bvecs/want_shift: what the
  * probes must show; label names the expectation.
  */
-static void check_case(const char *name, const struct seen *s, int reg,
-		       unsigned long long want_bvecs, unsigned long long want_shift,
-		       const char *label)
+static void check_case(const struct tracer *t, const char *name,
+		       const struct seen *s, int reg, unsigned long long want_bvecs,
+		       unsigned long long want_shift, const char *label)
 {
 	unsigned long long per = 1ull << want_shift;
 
+	if (!t->has_reg) {
+		/* 6.1: what the READ_FIXED imported is all there is to see. */
+		tap(reg == 0 && s->imp && s->imp_nr_bvecs == want_bvecs &&
+		    s->imp_bv0_len == per && s->imp_bv1_len == per,
+		    "%s: stored as %s (io_import_fixed saw nr_bvecs=%llu "
+		    "bvec[0]=%llu bvec[1]=%llu bytes)", name, label,
+		    s->imp_nr_bvecs, s->imp_bv0_len, s->imp_bv1_len);
+		return;
+	}
 	tap(s->reg && s->ret == 0 && reg == 0 && s->len == SIZE &&
 	    s->nr_bvecs == want_bvecs && s->folio_shift == want_shift &&
 	    s->bv0_off == 0 && s->bv0_len == per && s->bv1_len == per,
@@ -442,7 +471,7 @@ int main(void)
 	struct pin_dev *dev;
 	struct utsname u;
 	struct seen s;
-	bool is61, is612, traced = false, read_ok;
+	bool is61, traced = false, read_ok;
 	char why[256];
 	uint8_t *thp_raw, *thp;
 	void *map;
@@ -452,19 +481,13 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	uname(&u);
 	is61 = !strncmp(u.release, "6.1.", 4);
-	is612 = !strncmp(u.release, "6.12.", 5);
 	printf("# kernel %s\n", u.release);
 
-	if (is612) {
-		ret = tracer_start(&tr);
-		traced = !ret;
-		if (ret) {
-			printf("# tracing unavailable: %s\n", tr.why);
-			tracer_stop(&tr);
-		}
-	} else {
-		snprintf(tr.why, sizeof(tr.why), "kernel %s: the probes read Linux 6.12's "
-			 "struct io_mapped_ubuf (6.1 has no coalescing code)", u.release);
+	ret = tracer_start(&tr, u.release);
+	traced = !ret;
+	if (ret) {
+		printf("# tracing unavailable: %s\n", tr.why);
+		tracer_stop(&tr);
 	}
 
 	/* 1. The pinmem region. */
@@ -502,16 +525,18 @@ int main(void)
 		     "registration refused");
 	else
 		tap(read_ok, "pinmem: READ_FIXED through the registered mapping (%s)", why);
-	if (traced) {
+	if (is61 && reg) {
+		skip("pinmem: how io_uring stored the registered mapping",
+		     "6.1 refused it: nothing is stored");
+	} else if (traced) {
 		tracer_read(&tr, &s);
 		if (info.nr_chunks == NR_CHUNKS && !info.nr_fallback_chunks)
-			check_case("pinmem", &s, reg, NR_CHUNKS, 21,
+			check_case(&tr, "pinmem", &s, reg, NR_CHUNKS, 21,
 				   "4 bvecs of 2 MiB, one per chunk (coalesced)");
 		else
 			tap(false, "pinmem: region is not 4 whole 2 MiB chunks");
 	} else {
 		skip("pinmem: how io_uring stored the registered mapping", tr.why);
-		skip("pinmem: what the READ_FIXED imported", tr.why);
 	}
 free_region:
 	pin_region_free(r);
@@ -534,14 +559,12 @@ controls:
 		    reg ? strerror(-reg) : "success", why);
 		if (!traced) {
 			skip("memfd control: how io_uring stored it", tr.why);
-			skip("memfd control: what the READ_FIXED imported", tr.why);
 		} else if (!knob_never("/sys/kernel/mm/transparent_hugepage/shmem_enabled")) {
 			tracer_read(&tr, &s);
 			skip("memfd control: how io_uring stored it", "shmem THP is not off");
-			skip("memfd control: what the READ_FIXED imported", "shmem THP is not off");
 		} else {
 			tracer_read(&tr, &s);
-			check_case("memfd control", &s, reg, NR_PAGES, 12,
+			check_case(&tr, "memfd control", &s, reg, NR_PAGES, 12,
 				   "2048 bvecs of 4 KiB (not coalesced)");
 		}
 		munmap(map, SIZE);
@@ -572,16 +595,18 @@ controls:
 	    reg ? strerror(-reg) : "success", why);
 	if (!traced) {
 		skip("THP control: how io_uring stored it", tr.why);
-		skip("THP control: what the READ_FIXED imported", tr.why);
 	} else if (kb != (long)(SIZE >> 10)) {
 		tracer_read(&tr, &s);
 		skip("THP control: how io_uring stored it",
 		     "the kernel did not back the mapping entirely with THPs");
-		skip("THP control: what the READ_FIXED imported",
-		     "the kernel did not back the mapping entirely with THPs");
+	} else if (is61) {
+		/* 6.1 has no coalescing code: even THPs stay 4 KiB bvecs. */
+		tracer_read(&tr, &s);
+		check_case(&tr, "THP control", &s, reg, NR_PAGES, 12,
+			   "2048 bvecs of 4 KiB (6.1 does not coalesce)");
 	} else {
 		tracer_read(&tr, &s);
-		check_case("THP control", &s, reg, NR_CHUNKS, 21,
+		check_case(&tr, "THP control", &s, reg, NR_CHUNKS, 21,
 			   "4 bvecs of 2 MiB (coalesced)");
 	}
 	munmap(thp, SIZE);
