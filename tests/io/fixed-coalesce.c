@@ -23,7 +23,9 @@
  * kernels: the layout (and on 6.13+ the signature) differs, so the probe
  * checks SKIP there.
  *
- * Cases: a pinmem region of 4 chunks (8 MiB, no fallback chunks); as
+ * Cases: a pinmem region of 4 chunks (8 MiB, no fallback chunks), whole
+ * and a sub-range [1 MiB, 6 MiB) (as libpin registers a read's
+ * destination, not chunk-aligned); as
  * controls, an 8 MiB memfd (4 KiB shmem pages while shmem THP is off) and
  * an 8 MiB anonymous mapping with MADV_HUGEPAGE (checked only when
  * /proc/self/smaps shows it entirely in THPs).
@@ -340,9 +342,10 @@ static void tracer_read(struct tracer *t, struct seen *s)
  * READ_LEN bytes of /dev/zero into buf + READ_OFF and check they landed.
  * Returns the registration's result; *read_ok says whether the read did.
  */
-static int register_and_read(uint8_t *buf, bool *read_ok, char *why, size_t whylen)
+static int register_and_read(uint8_t *buf, size_t len, bool *read_ok, char *why,
+			     size_t whylen)
 {
-	struct iovec iov = { .iov_base = buf, .iov_len = SIZE };
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	struct io_uring ring;
@@ -430,34 +433,44 @@ static long anon_huge_kb(void *addr)
 	return kb;
 }
 
-/*
- * The coalescing checks for one case. want_bvecs/want_shift: what the
- * probes must show; label names the expectation.
- */
-static void check_case(const struct tracer *t, const char *name,
-		       const struct seen *s, int reg, unsigned long long want_bvecs,
-		       unsigned long long want_shift, const char *label)
-{
-	unsigned long long per = 1ull << want_shift;
+/* What the probes must show for one registration. */
+struct want {
+	unsigned long long len, nr_bvecs, folio_shift;
+	unsigned long long bv0_off, bv0_len, bv1_len;
+};
 
+/* Whole buffers of 2 MiB folios, 4 KiB pages; a pinmem sub-range. */
+static const struct want want_2m = { SIZE, NR_CHUNKS, 21, 0, CHUNK, CHUNK };
+static const struct want want_4k = { SIZE, NR_PAGES, 12, 0, 4096, 4096 };
+/* [1 MiB, 6 MiB) of the region: half of chunk 0, chunk 1, chunk 2. */
+#define SUB_OFF		MIB
+#define SUB_LEN		(5 * MIB)
+static const struct want want_sub = { SUB_LEN, 3, 21, MIB, MIB, CHUNK };
+
+/* The coalescing checks for one case; label names the expectation. */
+static void check_case(const struct tracer *t, const char *name,
+		       const struct seen *s, int reg, const struct want *w,
+		       const char *label)
+{
 	if (!t->has_reg) {
 		/* 6.1: what the READ_FIXED imported is all there is to see. */
-		tap(reg == 0 && s->imp && s->imp_nr_bvecs == want_bvecs &&
-		    s->imp_bv0_len == per && s->imp_bv1_len == per,
+		tap(reg == 0 && s->imp && s->imp_nr_bvecs == w->nr_bvecs &&
+		    s->imp_bv0_len == w->bv0_len && s->imp_bv1_len == w->bv1_len,
 		    "%s: stored as %s (io_import_fixed saw nr_bvecs=%llu "
 		    "bvec[0]=%llu bvec[1]=%llu bytes)", name, label,
 		    s->imp_nr_bvecs, s->imp_bv0_len, s->imp_bv1_len);
 		return;
 	}
-	tap(s->reg && s->ret == 0 && reg == 0 && s->len == SIZE &&
-	    s->nr_bvecs == want_bvecs && s->folio_shift == want_shift &&
-	    s->bv0_off == 0 && s->bv0_len == per && s->bv1_len == per,
+	tap(s->reg && s->ret == 0 && reg == 0 && s->len == w->len &&
+	    s->nr_bvecs == w->nr_bvecs && s->folio_shift == w->folio_shift &&
+	    s->bv0_off == w->bv0_off && s->bv0_len == w->bv0_len &&
+	    s->bv1_len == w->bv1_len,
 	    "%s: registered as %s (saw: %s, nr_bvecs=%llu folio_shift=%llu "
-	    "bvec[0]=%llu bvec[1]=%llu bytes, acct_pages=%llu)",
+	    "bvec[0]=%llu bytes at +%llu, bvec[1]=%llu bytes, acct_pages=%llu)",
 	    name, label, s->reg ? "reg" : "no reg event", s->nr_bvecs,
-	    s->folio_shift, s->bv0_len, s->bv1_len, s->acct_pages);
-	tap(s->imp && s->imp_imu == s->imu && s->imp_nr_bvecs == want_bvecs &&
-	    s->imp_folio_shift == want_shift,
+	    s->folio_shift, s->bv0_len, s->bv0_off, s->bv1_len, s->acct_pages);
+	tap(s->imp && s->imp_imu == s->imu && s->imp_nr_bvecs == w->nr_bvecs &&
+	    s->imp_folio_shift == w->folio_shift,
 	    "%s: the READ_FIXED imported that buffer (io_import_fixed saw "
 	    "nr_bvecs=%llu folio_shift=%llu, %s imu)", name, s->imp_nr_bvecs,
 	    s->imp_folio_shift, s->imp && s->imp_imu == s->imu ? "same" : "another or no");
@@ -511,7 +524,7 @@ int main(void)
 	       info.nr_fallback_chunks, map);
 	if (traced)
 		tracer_clear(&tr);
-	reg = register_and_read(map, &read_ok, why, sizeof(why));
+	reg = register_and_read(map, SIZE, &read_ok, why, sizeof(why));
 	if (is61) {
 		tap(reg == -EOPNOTSUPP,
 		    "6.1: registering a pinmem mapping as a fixed buffer is refused with "
@@ -531,12 +544,31 @@ int main(void)
 	} else if (traced) {
 		tracer_read(&tr, &s);
 		if (info.nr_chunks == NR_CHUNKS && !info.nr_fallback_chunks)
-			check_case(&tr, "pinmem", &s, reg, NR_CHUNKS, 21,
+			check_case(&tr, "pinmem", &s, reg, &want_2m,
 				   "4 bvecs of 2 MiB, one per chunk (coalesced)");
 		else
 			tap(false, "pinmem: region is not 4 whole 2 MiB chunks");
 	} else {
 		skip("pinmem: how io_uring stored the registered mapping", tr.why);
+	}
+	/*
+	 * A range that starts and ends inside chunks, as libpin registers a
+	 * read's destination: the head folio may be partial (6.12).
+	 */
+	if (!reg) {
+		if (traced)
+			tracer_clear(&tr);
+		reg = register_and_read((uint8_t *)map + SUB_OFF, SUB_LEN, &read_ok,
+					why, sizeof(why));
+		tap(reg == 0 && read_ok, "pinmem [1 MiB, 6 MiB): registered (%s) and "
+		    "READ_FIXED (%s)", reg ? strerror(-reg) : "success", why);
+		if (traced) {
+			tracer_read(&tr, &s);
+			check_case(&tr, "pinmem [1 MiB, 6 MiB)", &s, reg, &want_sub,
+				   "3 bvecs: 1 MiB at +1 MiB, then 2 MiB chunks (coalesced)");
+		} else {
+			skip("pinmem [1 MiB, 6 MiB): how io_uring stored it", tr.why);
+		}
 	}
 free_region:
 	pin_region_free(r);
@@ -554,7 +586,7 @@ controls:
 		memset(map, 1, SIZE);
 		if (traced)
 			tracer_clear(&tr);
-		reg = register_and_read(map, &read_ok, why, sizeof(why));
+		reg = register_and_read(map, SIZE, &read_ok, why, sizeof(why));
 		tap(reg == 0 && read_ok, "memfd control: registered (%s) and READ_FIXED (%s)",
 		    reg ? strerror(-reg) : "success", why);
 		if (!traced) {
@@ -564,7 +596,7 @@ controls:
 			skip("memfd control: how io_uring stored it", "shmem THP is not off");
 		} else {
 			tracer_read(&tr, &s);
-			check_case(&tr, "memfd control", &s, reg, NR_PAGES, 12,
+			check_case(&tr, "memfd control", &s, reg, &want_4k,
 				   "2048 bvecs of 4 KiB (not coalesced)");
 		}
 		munmap(map, SIZE);
@@ -590,7 +622,7 @@ controls:
 	printf("# THP control: AnonHugePages %ld kB of %lu kB\n", kb, SIZE >> 10);
 	if (traced)
 		tracer_clear(&tr);
-	reg = register_and_read(thp, &read_ok, why, sizeof(why));
+	reg = register_and_read(thp, SIZE, &read_ok, why, sizeof(why));
 	tap(reg == 0 && read_ok, "THP control: registered (%s) and READ_FIXED (%s)",
 	    reg ? strerror(-reg) : "success", why);
 	if (!traced) {
@@ -602,11 +634,11 @@ controls:
 	} else if (is61) {
 		/* 6.1 has no coalescing code: even THPs stay 4 KiB bvecs. */
 		tracer_read(&tr, &s);
-		check_case(&tr, "THP control", &s, reg, NR_PAGES, 12,
+		check_case(&tr, "THP control", &s, reg, &want_4k,
 			   "2048 bvecs of 4 KiB (6.1 does not coalesce)");
 	} else {
 		tracer_read(&tr, &s);
-		check_case(&tr, "THP control", &s, reg, NR_CHUNKS, 21,
+		check_case(&tr, "THP control", &s, reg, &want_2m,
 			   "4 bvecs of 2 MiB (coalesced)");
 	}
 	munmap(thp, SIZE);
