@@ -9,7 +9,7 @@ pkgs="build-essential make gcc pkg-config
 qemu-system-x86 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
 busybox-static kmod cpio e2fsprogs xz-utils
-sparse cppcheck valgrind liburing-dev fio
+sparse cppcheck valgrind liburing-dev fio groff-base
 python3 python3-numpy python3-pytest"
 
 missing=
