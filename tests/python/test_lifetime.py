@@ -210,6 +210,8 @@ def test_create_drop_cycles_leak_nothing(region):
     assert count_maps("pinmem") + count_maps("memfd:") == ours0
     assert dbg1 == dbg0
     assert views_counted(region) in (None, 0)
-    # 2 * CYCLES mappings came and went; 256 KiB is 13 bytes per mapping
-    # at 10,000 cycles: any per-view leak shows above it.
-    assert rss1 - rss0 < 256, "RSS grew %d KiB" % (rss1 - rss0)
+    # 2 * CYCLES mappings came and went. A leaked view keeps at least its
+    # 4 KiB page, a leaked Python object at least 56 bytes: at 10,000
+    # cycles either shows far above 1 MiB (52 bytes per mapping), while
+    # allocator noise (seen up to ~0.4 MiB in the demo) stays below it.
+    assert rss1 - rss0 < 1024, "RSS grew %d KiB" % (rss1 - rss0)
