@@ -141,6 +141,10 @@ class _Handle:
     def __init__(self, ptr, end):
         self.ptr = ptr
         self._fin = weakref.finalize(self, end, ptr)
+        # Not at interpreter exit: arrays over the owner mapping may still
+        # be read then (a later atexit hook, a daemon thread), and the
+        # kernel ends the handle with the process anyway.
+        self._fin.atexit = False
 
     def end(self):
         self._fin()
@@ -265,6 +269,10 @@ class _ViewMapping:
         self.writable = writable
         self.region_id = region_id
         self._fin = weakref.finalize(self, _end_view, v.value, addr.value)
+        # weakref.finalize would otherwise unmap at interpreter exit while
+        # arrays over the mapping still live (a later atexit hook or a
+        # daemon thread reading one segfaults); exit unmaps it anyway.
+        self._fin.atexit = False
 
     @property
     def mapped(self):
