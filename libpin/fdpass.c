@@ -92,8 +92,18 @@ int pin_recv_fd(int sock, int *fdp)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	if (n == 0)
+	if (n == 0) {
+		/*
+		 * On a message socket a message of no bytes may still carry
+		 * fds: that is not the end of the stream, and its fds must
+		 * not leak into this process.
+		 */
+		if (msg.msg_controllen) {
+			close_all(&msg);
+			return -EPROTO;
+		}
 		return -ECONNRESET;
+	}
 	if (msg.msg_flags & MSG_CTRUNC) {
 		/* More fds than one: the kernel dropped the rest; keep none. */
 		close_all(&msg);
