@@ -20,15 +20,35 @@ const char *pin__strerror(int err, char *buf, size_t len)
 
 int pin__vfail(char *buf, int err, const char *fmt, va_list ap)
 {
-	char ebuf[128];
-	int n;
+	static const char cut[] = "...";
+	char ebuf[128], tail[160];
+	size_t n, tlen;
+	int ret;
 
-	n = vsnprintf(buf, PIN_ERR_LEN, fmt, ap);
-	if (n < 0)
-		n = 0;
-	if (err && n < PIN_ERR_LEN)
-		snprintf(buf + n, PIN_ERR_LEN - n, ": %s",
-			 pin__strerror(err, ebuf, sizeof(ebuf)));
+	ret = vsnprintf(buf, PIN_ERR_LEN, fmt, ap);
+	if (ret < 0) {
+		buf[0] = '\0';
+		ret = 0;
+	}
+	if (!err)
+		return err;
+	ret = snprintf(tail, sizeof(tail), ": %s",
+		       pin__strerror(err, ebuf, sizeof(ebuf)));
+	tlen = ret < 0 ? 0 : (size_t)ret;
+	if (tlen >= sizeof(tail))
+		tlen = sizeof(tail) - 1;
+	tail[tlen] = '\0';
+	n = strlen(buf);
+	/*
+	 * A text too long for the buffer is cut before the errno words, not
+	 * through them: the reason is the part worth keeping.
+	 */
+	if (n + tlen >= PIN_ERR_LEN) {
+		n = PIN_ERR_LEN - 1 - tlen - (sizeof(cut) - 1);
+		memcpy(buf + n, cut, sizeof(cut) - 1);
+		n += sizeof(cut) - 1;
+	}
+	memcpy(buf + n, tail, tlen + 1);
 	return err;
 }
 
