@@ -334,6 +334,13 @@ class Region:
         self.id = lib.pin_region_id(ptr)
         self.size = lib.pin_region_size(ptr)
         self.backend = dev.backend
+        # View mappings start and end on this boundary: a page, but 2 MiB
+        # for a portable region on a hugetlb memfd (libpin refuses less).
+        self._view_align = _page()
+        if self.backend == "portable":
+            i = _region_info(ptr, lambda: lib.pin_region_error(ptr))
+            if i.min_order == i.chunk_order and i.nr_fallback_chunks == 0:
+                self._view_align = 2 << 20     # one huge page
 
     def _ptr(self):
         if not self._h.alive:
@@ -464,7 +471,7 @@ class Region:
             raise ValueError("pinmem: %d bytes at offset %d do not fit in "
                              "region %d (%d bytes)" %
                              (nbytes, offset, self.id, self.size))
-        page = _page()
+        page = self._view_align
         start = offset - offset % page
         end = -(-max(offset + nbytes, offset + 1) // page) * page
         end = min(end, -(-self.size // page) * page)
