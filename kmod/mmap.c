@@ -258,7 +258,8 @@ static u32 pinmem_prot(vm_flags_t flags)
 }
 
 /*
- * The process a VMA belongs to, in the caller's pid namespace. Read from
+ * The process a VMA belongs to, in the caller's pid namespace (tgid 0 and
+ * an empty comm when it is not visible there). Read from
  * the VMA's mm when asked, so a fork child is named for the VMAs it
  * inherited. The VMA (so its mm) stays alive: its record is on the list,
  * and vm_ops->close takes the region lock, which the caller holds.
@@ -273,7 +274,9 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 	task = pinmem_mm_task(vma->vm_mm);
 	if (task) {
 		h->tgid = task_tgid_nr_ns(task, ns);
-		get_task_comm(h->comm, task);
+		/* Not visible in the caller's namespace: no name either. */
+		if (h->tgid)
+			get_task_comm(h->comm, task);
 	}
 	rcu_read_unlock();
 }

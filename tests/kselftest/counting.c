@@ -5,6 +5,7 @@
  * the region fd, passing a view fd to another process, and failed mmaps.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -429,6 +430,67 @@ TEST_F(counting, holder_is_the_process_not_the_thread)
 	EXPECT_EQ((uintptr_t)m.addr, h[0].start);
 	pm_unmap(m.addr, PG);
 	close(m.vfd);
+	close(rfd);
+}
+
+/*
+ * HOLDERS from inside a new pid namespace, where the mapping process is
+ * not visible: its tgid is 0 and its name is not given away either.
+ */
+TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	char *p = pm_map(rfd, 2 * MiB, PROT_READ, 0);
+	struct {
+		uint32_t count;
+		struct pinmem_holder h;
+	} out;
+	int fds[2];
+	pid_t pid;
+
+	/* Only this process's mapping: the children do not inherit it. */
+	ASSERT_OK(madvise(p, 2 * MiB, MADV_DONTFORK));
+	ASSERT_OK(pipe2(fds, O_CLOEXEC));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct pinmem_holders q = {
+			.holders_ptr = (uintptr_t)&out.h,
+			.capacity = 1,
+		};
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(10);
+		inner = fork();
+		if (inner < 0)
+			_exit(11);
+		if (inner == 0) {
+			memset(&out, 0xa5, sizeof(out));
+			if (ioctl(rfd, PINMEM_IOC_HOLDERS, &q))
+				_exit(12);
+			out.count = q.count;
+			if (write(fds[1], &out, sizeof(out)) != sizeof(out))
+				_exit(13);
+			_exit(0);
+		}
+		_exit(pm_wait(inner));
+	}
+	close(fds[1]);
+	ASSERT_EQ(0, pm_wait(pid)) TH_LOG("child in the new pid namespace");
+	ASSERT_EQ(sizeof(out), read(fds[0], &out, sizeof(out)));
+	close(fds[0]);
+	ASSERT_EQ(1, out.count);
+	EXPECT_EQ((uintptr_t)p, out.h.start);
+	EXPECT_EQ(0, out.h.tgid) TH_LOG("tgid of a process not in the namespace");
+	for (size_t i = 0; i < sizeof(out.h.comm); i++) {
+		EXPECT_EQ(0, out.h.comm[i]) TH_LOG("comm byte %zu", i);
+	}
+	/* Seen from here, the same mapping is named. */
+	ASSERT_EQ(1, pm_holders(rfd, &out.h, 1));
+	EXPECT_EQ((uint32_t)getpid(), out.h.tgid);
+	EXPECT_NE(0, out.h.comm[0]);
+	pm_unmap(p, 2 * MiB);
 	close(rfd);
 }
 
