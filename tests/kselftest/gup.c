@@ -2,7 +2,8 @@
 /*
  * Mapped pages are ordinary struct pages, so get_user_pages works on every
  * mapping: O_DIRECT I/O on a real filesystem (the guest's ext4 scratch disk,
- * $PINMEM_SCRATCH) and process_vm_readv.
+ * $PINMEM_SCRATCH), process_vm_readv and vmsplice, whose page references
+ * outlive the region.
  */
 #include <sys/uio.h>
 
@@ -170,6 +171,47 @@ TEST_F(vm, process_vm_readv_of_view)
 	pm_unmap(o, 2 * MiB);
 	close(vfd);
 	close(rfd);
+}
+
+/*
+ * Pages held by get_user_pages outlive their region: vmsplice() leaves
+ * references to two of them (the head page of the first 2 MiB chunk, a
+ * tail page of the second) in a pipe. Unmapping and closing free the
+ * region, new regions take memory, yet the pipe still reads the bytes.
+ */
+TEST_F(vm, pinned_pages_outlive_the_region)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	char *o = pm_map(rfd, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	struct iovec iov[2] = {
+		{ .iov_base = o, .iov_len = PG },
+		{ .iov_base = o + 3 * MiB, .iov_len = PG },
+	};
+	struct pinmem_dev_info di;
+	static char buf[2 * PG];
+	int p[2], again;
+	char *a;
+
+	pm_fill(o, PG, 70);
+	pm_fill(o + 3 * MiB, PG, 71);
+	ASSERT_OK(pipe2(p, O_CLOEXEC));
+	ASSERT_EQ(2 * PG, vmsplice(p[1], iov, 2, 0))
+		TH_LOG("vmsplice: %s", pm_errname(errno));
+	pm_unmap(o, 4 * MiB);
+	close(rfd);
+	pm_dev_info(self->env.dev, &di);
+	ASSERT_EQ(self->env.base.nr_regions, di.nr_regions)
+		TH_LOG("the region should be gone");
+	again = pm_alloc(self->env.dev, 4 * MiB);
+	a = pm_map(again, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	pm_fill(a, 4 * MiB, 72);
+	ASSERT_EQ(2 * PG, read(p[0], buf, sizeof(buf)));
+	ASSERT_PATTERN(buf, PG, 70);
+	ASSERT_PATTERN(buf + PG, PG, 71);
+	close(p[0]);
+	close(p[1]);
+	pm_unmap(a, 4 * MiB);
+	close(again);
 }
 
 TEST_HARNESS_MAIN
