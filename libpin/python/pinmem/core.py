@@ -246,7 +246,7 @@ class _ViewMapping:
     to NumPy through __array_interface__; unmapped by its finalizer."""
 
     __slots__ = ("addr", "length", "offset", "writable", "region_id",
-                 "_fin", "__weakref__")
+                 "arrays", "_fin", "__weakref__")
 
     def __init__(self, rptr, region_id, offset, length, writable,
                  rerr, holders_of):
@@ -268,6 +268,8 @@ class _ViewMapping:
         self.offset = offset
         self.writable = writable
         self.region_id = region_id
+        # Every PinnedArray over these bytes (PinnedArray.__array_finalize__).
+        self.arrays = weakref.WeakValueDictionary()   # id -> array
         self._fin = weakref.finalize(self, _end_view, v.value, addr.value)
         # weakref.finalize would otherwise unmap at interpreter exit while
         # arrays over the mapping still live (a later atexit hook or a
@@ -547,6 +549,19 @@ def _end(a, baseline, quiet):
             "name, a derived array or slice, a memoryview, a container); "
             "it stays mapped until they are gone" %
             (m.region_id, m.addr, m.addr + m.length, others))
+    # A derived PinnedArray (a slice, a reshape) holds a itself, not the
+    # mapping: emptying a would leave it pointing into an unmapped range.
+    # The count above misses it when a is held by no name (del'd inside
+    # the with block) or the call was not the calibrated one.
+    derived = sum(1 for x in list(m.arrays.values()) if x is not a)
+    if derived:
+        if quiet:
+            return False
+        raise ViewInUseError(
+            "pinmem: view of region %d (0x%x-0x%x) is still referenced at "
+            "its end by %d other array(s) over the same mapping (a slice or "
+            "another view derived from it); it stays mapped until they are "
+            "gone" % (m.region_id, m.addr, m.addr + m.length, derived))
     mref = weakref.ref(m)
     del m
     # Drop a's reference to its memory: a becomes a 0-element array.
@@ -575,6 +590,13 @@ class PinnedArray(np.ndarray):
     ``as`` sees that), and ViewInUseError is raised instead, with the
     mapping left valid, if anything else still refers to it (another name
     included)."""
+
+    def __array_finalize__(self, obj):
+        # Known to the mapping, so that ending one array can tell whether
+        # another still reads the same bytes.
+        m = _mapping_of(self)
+        if m is not None:
+            m.arrays[id(self)] = self
 
     def __array_wrap__(self, obj, context=None, return_scalar=False):
         # Results that own fresh memory are plain arrays, not views.
