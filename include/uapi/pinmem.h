@@ -168,7 +168,9 @@ struct pinmem_holder {
  * and sets count to the number of mappings that exist; count > capacity
  * means the list was cut short. On the device fd the caller must own the
  * region (same uid) or have CAP_SYS_ADMIN, else ENOENT as for an unknown id
- * (or id 0).
+ * (or id 0). EAGAIN if the mappings kept changing while they were counted
+ * (retry). A holder outside the caller's pid namespace has tgid 0 and an
+ * empty comm.
  */
 struct pinmem_holders {
 	__u64 region_id;	/* in */
@@ -180,7 +182,8 @@ struct pinmem_holders {
 
 /*
  * PINMEM_IOC_LIST (device fd): the regions the caller may see (its own uid,
- * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule.
+ * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule,
+ * and EAGAIN as for HOLDERS.
  */
 struct pinmem_list {
 	__u64 regions_ptr;	/* in: struct pinmem_region_info[capacity] */
