@@ -375,11 +375,13 @@ class Region:
         """End the handle (its owner mapping and fd). Views made from it
         stay valid. Refused (ValueError) while arrays over
         the owner mapping exist."""
-        owner = self._owner() if self._owner else None
-        if owner is not None:
-            raise ValueError("pinmem: region %d: arrays over the owner "
-                             "mapping still exist" % self.id)
+        # Checked under the lock owner_array() makes the mapping under, so
+        # that one cannot appear between this check and the free.
         with self._lock:
+            owner = self._owner() if self._owner else None
+            if owner is not None:
+                raise ValueError("pinmem: region %d: arrays over the owner "
+                                 "mapping still exist" % self.id)
             if self._h.alive:
                 ret = lib.pin_region_free(self._h.ptr)
                 if ret < 0:
