@@ -179,10 +179,20 @@ static int remap_owner(struct pin_region *r, int acc, int prot)
 	if (fd < 0)
 		return -errno;
 	p = mmap(r->map, r->size, prot, MAP_SHARED | MAP_FIXED, fd, 0);
-	if (p == MAP_FAILED)
+	if (p == MAP_FAILED) {
 		ret = -errno;
-	else
+		/*
+		 * A failed MAP_FIXED may already have unmapped the old range;
+		 * msync says whether it is still mapped. If not, the handle
+		 * has no owner mapping any more (the next map makes one).
+		 */
+		if (msync(r->map, r->size, MS_ASYNC) && errno == ENOMEM) {
+			r->map = NULL;
+			r->map_prot = 0;
+		}
+	} else {
 		mlock(p, r->size);	/* best effort, as at map time */
+	}
 	close(fd);
 	if (!ret)
 		r->map_prot = prot;
