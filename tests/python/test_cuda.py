@@ -74,3 +74,24 @@ def test_register_owner_mapping_through_the_double(monkeypatch, dev):
     finally:
         c.close()
     assert s.primary_refs == 0 and s.ctx_depth == 0
+
+
+@pytest.mark.skipif(not os.path.exists(DOUBLE),
+                    reason="the CUDA driver double is not built (make all)")
+def test_dropped_handle_unregisters(monkeypatch, dev):
+    """A Cuda handle dropped without close() unregisters its regions and
+    releases the context, so the regions can be freed."""
+    import gc
+    monkeypatch.setenv("PIN_CUDA_LIBRARY", DOUBLE)
+    stats_fn = ctypes.CDLL(DOUBLE).cuda_double_stats
+    stats_fn.restype = ctypes.POINTER(Stats)
+    s = stats_fn().contents
+    r = dev.alloc(2 << 20)
+    c = Cuda(0)
+    c.register(r)
+    assert s.live == 1
+    del c
+    gc.collect()
+    assert s.live == 0 and s.violations == 0, s.last_violation
+    assert s.primary_refs == 0 and s.ctx_depth == 0
+    r.close()

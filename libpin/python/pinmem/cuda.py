@@ -6,6 +6,7 @@ from (the driver API through ctypes, for the demo's device-to-host copy).
 Where no driver can be loaded, Cuda() raises PinError ENOENT with
 libpin's words (which name the library it tried)."""
 import ctypes
+import weakref
 
 from . import _lib
 from ._lib import lib
@@ -29,8 +30,17 @@ for _n in ("pin_cuda_open", "pin_cuda_close", "pin_cuda_error",
         _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
 
 
+def _close_cuda(ptr, registered):
+    """Unregister what is left and release the context, then let go of
+    the regions (their handles may be freed only after unregistering)."""
+    lib.pin_cuda_close(ptr)
+    registered.clear()
+
+
 class Cuda:
-    """libpin's CUDA handle for one device (its primary context)."""
+    """libpin's CUDA handle for one device (its primary context). close()
+    ends it; so does collecting it (not at interpreter exit, where the
+    process's end releases the driver anyway)."""
 
     def __init__(self, device=0):
         if not _lib.has("pin_cuda_open"):
@@ -43,6 +53,9 @@ class Cuda:
         self.ptr = p.value
         self.device = device
         self._registered = []
+        self._fin = weakref.finalize(self, _close_cuda, self.ptr,
+                                     self._registered)
+        self._fin.atexit = False
 
     def register(self, region):
         """cuMemHostRegister the region's owner mapping."""
@@ -57,9 +70,8 @@ class Cuda:
 
     def close(self):
         if self.ptr:
-            lib.pin_cuda_close(self.ptr)    # unregisters what is left
+            self._fin()                     # unregisters what is left
             self.ptr = None
-            self._registered = []
 
 
 class DeviceBuffer:
