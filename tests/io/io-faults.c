@@ -2,11 +2,12 @@
 /*
  * Short transfers, EAGAIN and EINTR, forced: run under the liburing-faults.so
  * shim (LD_PRELOAD, see uring-faults.c), which rewrites io_uring completion
- * results the way the kernel may return them. pin_io_read, pin_read_file
- * and pin_io_write / pin_write_file of a multi-MiB file in 64 KiB requests, 8 in flight,
+ * results the way the kernel may return them and poisons the bytes a
+ * rewritten result disowns. pin_io_read, pin_read_file, pin_io_write and
+ * pin_write_file of a multi-MiB file in 64 KiB requests, 8 in flight,
  * O_DIRECT (where DIR takes it) and buffered, must move every byte right
  * and count exactly the short transfers and retries injected; a request
- * that keeps failing (EAGAIN 200 times) still completes; a failed or empty
+ * answered EAGAIN 200 times running still completes; a failed or empty
  * completion fails the call with an error naming the file and the offset.
  *   LD_PRELOAD=build/tests/io/liburing-faults.so io-faults DIR
  */
@@ -258,6 +259,11 @@ int main(int argc, char **argv)
 		writes(dir, data, d);
 		failures(dir, path, data, buf, d);
 	}
+	/* The disowned bytes were poisoned, so the checks above saw them
+	 * moved again. */
+	printf("# poisoned %ld ranges\n", inj("poisoned"));
+	CHECK(inj("poisoned") > 0, "nothing poisoned");
+	CHECK_EQ(inj("poison-failed"), 0);
 	unlink(path);
 	free(buf);
 	free(data);

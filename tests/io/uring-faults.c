@@ -11,9 +11,15 @@
  *                             (the CQ ring is mapped writable); the
  *                             inline io_uring_peek_cqe that libpin uses
  *                             then reads the rewritten entries
- * The rewrites are faithful: the kernel did move all the bytes, so a
- * smaller result is a real short transfer (the rest must be moved again)
- * and -EAGAIN / -EINTR for a completed request must be resubmitted.
+ *   io_uring_submit           (with io_uring_submit_and_wait) first
+ *                             notes each queued request (user_data ->
+ *                             opcode, fd, buffer, length, offset)
+ * The kernel did move all the bytes, so a smaller result is a real short
+ * transfer (the rest must be moved again) and -EAGAIN / -EINTR for a
+ * completed request must be resubmitted. So that an engine which does not
+ * move the rest again is caught by the bytes, not only by its counters,
+ * the bytes the rewritten result disowns are poisoned (0xa5): in the
+ * buffer of a read, in the file (pwrite) for a write.
  *
  * Rules: URING_FAULTS (or uring_faults_set()) is a comma list of
  * KIND@FIRST[/PERIOD][xCOUNT]: fire on the FIRST-th completion of a ring
@@ -39,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <liburing.h>
 
@@ -50,6 +57,16 @@ static const char *const kind_names[NKINDS] = {
 
 #define MAX_RULES	16
 #define MAX_RINGS	16
+#define MAX_REQS	1024	/* user_data values noted */
+
+struct req {
+	int valid;
+	int opcode;
+	int fd;
+	char *addr;
+	unsigned len;
+	unsigned long long off;
+};
 
 struct rule {
 	int kind;
@@ -63,6 +80,7 @@ struct ring_state {
 	unsigned long waits;		/* submit_and_wait calls */
 	unsigned long due[MAX_RULES];	/* next ordinal each rule fires at */
 	unsigned long fired[MAX_RULES];
+	struct req reqs[MAX_REQS];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,6 +88,7 @@ static struct rule rules[MAX_RULES];
 static int nrules;
 static struct ring_state rings[MAX_RINGS];
 static unsigned long injected[NKINDS], total[NKINDS];
+static unsigned long poisoned, poison_failed;
 
 static int parse(const char *spec, struct rule *out, int *n)
 {
@@ -145,7 +164,10 @@ int uring_faults_set(const char *spec)
 	return 0;
 }
 
-/* How many faults of kind were injected since the last set; -1: no kind. */
+/*
+ * How many faults of kind were injected since the last set; -1: no kind.
+ * "poisoned" and "poison-failed": ranges poisoned or not, in all.
+ */
 long uring_faults_injected(const char *kind)
 {
 	long v = -1;
@@ -155,6 +177,10 @@ long uring_faults_injected(const char *kind)
 	for (k = 0; k < NKINDS; k++)
 		if (!strcmp(kind, kind_names[k]))
 			v = (long)injected[k];
+	if (!strcmp(kind, "poisoned"))
+		v = (long)poisoned;
+	if (!strcmp(kind, "poison-failed"))
+		v = (long)poison_failed;
 	pthread_mutex_unlock(&lock);
 	return v;
 }
@@ -207,10 +233,78 @@ static void fire(struct ring_state *rs, int i, unsigned long n)
 	total[rules[i].kind]++;
 }
 
+/* Note the requests queued but not yet handed to the kernel. */
+static void note_sqes(struct io_uring *ring)
+{
+	struct ring_state *rs;
+	unsigned i;
+
+	pthread_mutex_lock(&lock);
+	if (nrules) {
+		rs = ring_find(ring, 1);
+		for (i = ring->sq.sqe_head; i != ring->sq.sqe_tail; i++) {
+			struct io_uring_sqe *sqe =
+				&ring->sq.sqes[i & ring->sq.ring_mask];
+			struct req *q;
+
+			if (sqe->user_data >= MAX_REQS)
+				continue;
+			q = &rs->reqs[sqe->user_data];
+			q->valid = 1;
+			q->opcode = sqe->opcode;
+			q->fd = sqe->fd;
+			q->addr = (char *)(uintptr_t)sqe->addr;
+			q->len = sqe->len;
+			q->off = sqe->off;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* Bytes [from, to) of the request the kernel moved are now disowned. */
+static void poison(struct ring_state *rs, struct io_uring_cqe *cqe, int from,
+		   int to)
+{
+	struct req *q;
+	void *junk;
+
+	if (cqe->user_data >= MAX_REQS || from >= to)
+		return;
+	q = &rs->reqs[cqe->user_data];
+	if (!q->valid || (unsigned)to > q->len) {
+		poison_failed++;
+		return;
+	}
+	switch (q->opcode) {
+	case IORING_OP_READ:
+	case IORING_OP_READ_FIXED:
+		memset(q->addr + from, 0xa5, (size_t)(to - from));
+		poisoned++;
+		return;
+	case IORING_OP_WRITE:
+	case IORING_OP_WRITE_FIXED:
+		/* Aligned, for an O_DIRECT fd. */
+		if (posix_memalign(&junk, 4096, (size_t)(to - from))) {
+			poison_failed++;
+			return;
+		}
+		memset(junk, 0xa5, (size_t)(to - from));
+		if (pwrite(q->fd, junk, (size_t)(to - from),
+			   (off_t)(q->off + (unsigned)from)) == to - from)
+			poisoned++;
+		else
+			poison_failed++;
+		free(junk);
+		return;
+	default:
+		poison_failed++;
+	}
+}
+
 static void rewrite(struct io_uring_cqe *cqe, struct ring_state *rs)
 {
 	unsigned long n = ++rs->completions;
-	int i;
+	int i, res = cqe->res;
 
 	for (i = 0; i < nrules; i++) {
 		int k = rules[i].kind;
@@ -238,6 +332,7 @@ static void rewrite(struct io_uring_cqe *cqe, struct ring_state *rs)
 			break;
 		}
 		fire(rs, i, n);
+		poison(rs, cqe, cqe->res > 0 ? cqe->res : 0, res);
 		return;
 	}
 }
@@ -313,6 +408,7 @@ int io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr)
 
 	if (!fn)
 		fn = real("io_uring_submit_and_wait");
+	note_sqes(ring);
 	ret = fn(ring, wait_nr);
 	scan(ring);
 	if (ret < 0 || !nrules)
@@ -328,6 +424,16 @@ int io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr)
 		}
 	pthread_mutex_unlock(&lock);
 	return ret;
+}
+
+int io_uring_submit(struct io_uring *ring)
+{
+	static int (*fn)(struct io_uring *);
+
+	if (!fn)
+		fn = real("io_uring_submit");
+	note_sqes(ring);
+	return fn(ring);
 }
 
 int __io_uring_get_cqe(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
@@ -361,5 +467,7 @@ __attribute__((destructor)) static void report(void)
 	fprintf(stderr, "uring-faults: injected in all");
 	for (k = 0; k < NKINDS; k++)
 		fprintf(stderr, " %s=%lu", kind_names[k], total[k]);
+	fprintf(stderr, "; poisoned %lu ranges, %lu could not be", poisoned,
+		poison_failed);
 	fputc('\n', stderr);
 }
