@@ -136,16 +136,19 @@ static void region_io(const char *dir, const char *path, const uint8_t *data,
 	pin_close(dev);
 }
 
-static void writes(const char *dir, const uint8_t *data, int direct)
+static void writes(const char *dir, const uint8_t *data, int direct,
+		   const char *short_kind)
 {
 	struct pin_io_opts o = { .queue_depth = 8, .request_size = REQ,
 				 .flags = direct ? 0 : PIN_IO_BUFFERED };
 	struct pin_io_stats st;
-	char path[4096], what[64];
+	char path[4096], what[128], spec[128];
 	uint8_t *back;
 	size_t n;
 	int ret, k;
 
+	snprintf(spec, sizeof(spec), "%s@3/7,eagain@4/11,eintr@6/13,wait-eintr@2/9",
+		 short_kind);
 	/* From the (possibly aligned) buffer and from an unaligned copy:
 	 * zero-copy and bounce-buffer requests. */
 	for (k = 0; k < 2; k++) {
@@ -154,15 +157,15 @@ static void writes(const char *dir, const uint8_t *data, int direct)
 		memcpy(src + k, data, SIZE);
 		snprintf(path, sizeof(path), "%s/io-faults-w%d-%d.bin", dir, k,
 			 (int)getpid());
-		snprintf(what, sizeof(what), "pin_io_write %s src+%d",
-			 direct ? "direct" : "buffered", k);
-		set(SPEC);
+		snprintf(what, sizeof(what), "pin_io_write %s src+%d %s",
+			 direct ? "direct" : "buffered", k, short_kind);
+		set(spec);
 		ret = pin_io_write(src + k, SIZE, path, 0, &o, &st);
 		CHECK(ret == 0, "%s: %d %s", what, ret, st.error);
 		CHECK_EQ(st.direct, direct);
 		CHECK(st.requests >= nreq(SIZE), "%s: %llu requests", what,
 		      (unsigned long long)st.requests);
-		check_counts(what, &st, "short");
+		check_counts(what, &st, short_kind);
 		set(NULL);
 		back = read_all(path, &n);
 		CHECK_EQ(n, SIZE);
@@ -256,7 +259,9 @@ int main(int argc, char **argv)
 		if (!d)		/* mid-block short reads: buffered only */
 			reads(path, data, buf, d, "oddshort");
 		region_io(dir, path, data, d);
-		writes(dir, data, d);
+		writes(dir, data, d, "short");
+		if (!d)		/* short writes mid-block: buffered only */
+			writes(dir, data, d, "oddshort");
 		failures(dir, path, data, buf, d);
 	}
 	/* The disowned bytes were poisoned, so the checks above saw them
