@@ -419,6 +419,31 @@ static int size_changed(struct pin__file *f, struct pin_io_stats *st)
 	return 0;
 }
 
+/*
+ * The completions both passes treat alike: EAGAIN and EINTR are
+ * resubmitted (RETRIED); EINVAL from O_DIRECT before any byte moved ends
+ * the pass so that it is redone buffered (REFUSED). 0: the caller's to
+ * handle.
+ */
+#define RETRIED	2
+static int settle_common(struct engine *e, struct pin__file *f,
+			 struct pin_io_stats *st, unsigned idx, int res,
+			 int write, uint64_t done)
+{
+	if (res == -EAGAIN || res == -EINTR) {
+		st->retries++;
+		engine_submit(e, f, idx, write);
+		return RETRIED;
+	}
+	if (res == -EINVAL && f->direct && !done) {
+		engine_drain(e, st, f->path);
+		note_fallback(st, "%s: O_DIRECT %s refused (EINVAL)", f->path,
+			      write ? "write" : "read");
+		return REFUSED;
+	}
+	return 0;
+}
+
 static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
 		     const struct pin_io_opts *o, struct pin_io_stats *st)
@@ -450,17 +475,11 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 			return ret;
 		struct slot *s = &e->slots[idx];
 
-		if (res == -EAGAIN || res == -EINTR) {
-			st->retries++;
-			engine_submit(e, f, idx, 0);
-			continue;
-		}
-		if (res == -EINVAL && f->direct && !done) {
-			engine_drain(e, st, f->path);
-			note_fallback(st, "%s: O_DIRECT read refused (EINVAL)",
-				      f->path);
+		ret = settle_common(e, f, st, idx, res, 0, done);
+		if (ret == REFUSED)
 			return REFUSED;
-		}
+		if (ret == RETRIED)
+			continue;
 		if (res < 0) {
 			pin__io_fail(st->error, sizeof(st->error), res,
 				     "%s: read of %llu bytes at offset %llu",
@@ -656,17 +675,11 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 			return ret;
 		struct slot *s = &e->slots[idx];
 
-		if (res == -EAGAIN || res == -EINTR) {
-			st->retries++;
-			engine_submit(e, f, idx, 1);
-			continue;
-		}
-		if (res == -EINVAL && f->direct && !done) {
-			engine_drain(e, st, f->path);
-			note_fallback(st, "%s: O_DIRECT write refused (EINVAL)",
-				      f->path);
+		ret = settle_common(e, f, st, idx, res, 1, done);
+		if (ret == REFUSED)
 			return REFUSED;
-		}
+		if (ret == RETRIED)
+			continue;
 		if (res <= 0 || (f->direct && (uint64_t)res < s->len &&
 				 res % PIN_IO_ALIGN)) {
 			if (res >= 0)
