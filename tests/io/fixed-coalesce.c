@@ -204,7 +204,14 @@ static int tracer_start(struct tracer *t, const char *release)
 		t->has_reg = true;
 		t->nr_off = 12;
 	} else if (!strncmp(release, "6.1.", 4)) {
-		t->nr_off = 16;
+		/*
+		 * No probes on 6.1: it refuses the pinmem registration, so
+		 * there is nothing of ours to watch, and once under TCG the
+		 * probed task sat in a soft lockup for minutes.
+		 */
+		snprintf(t->why, sizeof(t->why), "6.1: no kprobes (it refuses "
+			 "the registration; probing hung a TCG guest once)");
+		return -EOPNOTSUPP;
 	} else {
 		snprintf(t->why, sizeof(t->why), "kernel %s: the probes know struct "
 			 "io_mapped_ubuf of 6.1 and 6.12 only", release);
