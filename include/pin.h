@@ -274,6 +274,13 @@ int pin_recv_fd(int sock, int *fdp);
 #define PIN_IO_MAX_QUEUE_DEPTH		256U
 #define PIN_IO_MAX_REQUEST_SIZE		(64U << 20)
 
+/*
+ * A request answered EAGAIN or EINTR is sent again: the first 64 times at
+ * once, then after a 1 ms pause each; one answered so more than this many
+ * times in a row (about a second) fails the call with that error.
+ */
+#define PIN_IO_MAX_RETRIES		1000U
+
 /* Called now and then as requests complete: done of total bytes so far. */
 typedef void (*pin_io_progress_fn)(void *arg, uint64_t done, uint64_t total);
 

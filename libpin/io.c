@@ -246,6 +246,7 @@ struct slot {
 	char *buf;		/* where they go / come from */
 	int fixed;		/* registered buffer index, or -1 */
 	int busy;
+	unsigned again;		/* EAGAIN/EINTR answers in a row */
 };
 
 struct engine {
@@ -421,20 +422,44 @@ static int size_changed(struct pin__file *f, struct pin_io_stats *st)
 
 /*
  * The completions both passes treat alike: EAGAIN and EINTR are
- * resubmitted (RETRIED); EINVAL from O_DIRECT before any byte moved ends
- * the pass so that it is redone buffered (REFUSED). 0: the caller's to
- * handle.
+ * resubmitted (RETRIED), at first at once, then after a pause; a request
+ * answered so PIN_IO_MAX_RETRIES times in a row fails the call (GAVE_UP,
+ * error set): a file that keeps refusing is not a transient condition.
+ * EINVAL from O_DIRECT before any byte moved ends the pass so that it is
+ * redone buffered (REFUSED). 0: the caller's to handle.
  */
 #define RETRIED	2
+#define GAVE_UP	3
+#define RETRY_AT_ONCE	64
+#define RETRY_PAUSE_NS	1000000L	/* 1 ms */
+
 static int settle_common(struct engine *e, struct pin__file *f,
 			 struct pin_io_stats *st, unsigned idx, int res,
 			 int write, uint64_t done)
 {
+	struct slot *s = &e->slots[idx];
+
 	if (res == -EAGAIN || res == -EINTR) {
+		if (++s->again > PIN_IO_MAX_RETRIES) {
+			pin__io_fail(st->error, sizeof(st->error), res,
+				     "%s: %s of %llu bytes at offset %llu (%u tries)",
+				     f->path, write ? "write" : "read",
+				     (unsigned long long)s->len,
+				     (unsigned long long)s->off,
+				     PIN_IO_MAX_RETRIES + 1);
+			engine_drain(e, st, f->path);
+			return GAVE_UP;
+		}
+		if (s->again > RETRY_AT_ONCE) {
+			struct timespec pause = { 0, RETRY_PAUSE_NS };
+
+			nanosleep(&pause, NULL);
+		}
 		st->retries++;
 		engine_submit(e, f, idx, write);
 		return RETRIED;
 	}
+	s->again = 0;
 	if (res == -EINVAL && f->direct && !done) {
 		engine_drain(e, st, f->path);
 		note_fallback(st, "%s: O_DIRECT %s refused (EINVAL)", f->path,
@@ -478,6 +503,8 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		ret = settle_common(e, f, st, idx, res, 0, done);
 		if (ret == REFUSED)
 			return REFUSED;
+		if (ret == GAVE_UP)
+			return res;
 		if (ret == RETRIED)
 			continue;
 		if (res < 0) {
@@ -678,6 +705,8 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 		ret = settle_common(e, f, st, idx, res, 1, done);
 		if (ret == REFUSED)
 			return REFUSED;
+		if (ret == GAVE_UP)
+			return res;
 		if (ret == RETRIED)
 			continue;
 		if (res <= 0 || (f->direct && (uint64_t)res < s->len &&

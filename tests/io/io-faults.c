@@ -176,6 +176,42 @@ static void writes(const char *dir, const uint8_t *data, int direct,
 	}
 }
 
+/* The 3rd request answered EAGAIN (EINTR) every time: after
+ * PIN_IO_MAX_RETRIES resubmissions the call fails, naming the request. */
+static void gives_up(const char *dir, const char *path, const uint8_t *data,
+		     uint8_t *buf, int direct)
+{
+	struct pin_io_opts o = { .queue_depth = 1, .request_size = REQ,
+				 .flags = direct ? 0 : PIN_IO_BUFFERED };
+	struct pin_io_stats st;
+	char wpath[4096], want[4096 + 128];
+	int ret;
+
+	set("eagain@3/1");
+	ret = pin_io_read(buf, SIZE + 8192, path, 0, SIZE, &o, &st);
+	snprintf(want, sizeof(want), "%s: read of %u bytes at offset %u (%u tries): ",
+		 path, REQ, 2 * REQ, PIN_IO_MAX_RETRIES + 1);
+	CHECK(ret == -EAGAIN && strstr(st.error, want),
+	      "read, EAGAIN forever: %d \"%s\", want \"%s...\"", ret,
+	      st.error, want);
+	CHECK_EQ(inj("eagain"), PIN_IO_MAX_RETRIES + 1);
+	CHECK_EQ(st.retries, PIN_IO_MAX_RETRIES);
+	printf("# %s\n", st.error);
+
+	snprintf(wpath, sizeof(wpath), "%s/io-faults-g-%d.bin", dir, (int)getpid());
+	set("eintr@3/1");
+	ret = pin_io_write(data, SIZE, wpath, 0, &o, &st);
+	snprintf(want, sizeof(want), "%s: write of %u bytes at offset %u (%u tries): ",
+		 wpath, REQ, 2 * REQ, PIN_IO_MAX_RETRIES + 1);
+	CHECK(ret == -EINTR && strstr(st.error, want),
+	      "write, EINTR forever: %d \"%s\", want \"%s...\"", ret,
+	      st.error, want);
+	CHECK_EQ(inj("eintr"), PIN_IO_MAX_RETRIES + 1);
+	printf("# %s\n", st.error);
+	unlink(wpath);
+	set(NULL);
+}
+
 /* One injected failure on the 5th completion, one request in flight: the
  * 5th request, at 4 * REQ, fails the call. */
 static void failures(const char *dir, const char *path, const uint8_t *data,
@@ -230,6 +266,7 @@ static void failures(const char *dir, const char *path, const uint8_t *data,
 	CHECK_EQ(st.retries, 200);
 	CHECK_EQ(st.requests, nreq(pin_io_span(0, SIZE)));
 	set(NULL);
+	gives_up(dir, path, data, buf, direct);
 }
 
 int main(int argc, char **argv)
