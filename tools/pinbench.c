@@ -4,10 +4,12 @@
  *
  *   pinbench load FILE   libpin (pin_st_load) against fio's io_uring
  *                        O_DIRECT reads of the same file with the same queue
- *                        depth and request size, buffered pread into pinned
+ *                        depth and request size (plain, and with registered
+ *                        buffers as libpin uses them), buffered pread into pinned
  *                        memory, and mmap + memcpy into pinned memory
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
- *                        O_DIRECT writes + fsync of the same size
+ *                        O_DIRECT writes + fsync of the same size (plain and
+ *                        with registered buffers)
  *
  * Runs alternate between the methods; the page cache is dropped before each
  * run (needs root; otherwise the report says the caches were warm). The
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +54,7 @@ struct cfg {
 	int nbackends;
 	uint64_t save_size;
 	const char *fio;
+	long read_ahead_kb;	/* of the file's disk; -1: unknown */
 };
 
 static uint64_t now_ns(void)
@@ -164,13 +168,16 @@ static double run_fio(const struct cfg *c, char *const argv[],
 	return bw;
 }
 
-static double fio_load(const struct cfg *c, const char *file, uint64_t size)
+/* fixed: with --fixedbufs, registered buffers as libpin uses them. */
+static double fio_load(const struct cfg *c, const char *file, uint64_t size,
+		       int fixed)
 {
 	char bs[32], qd[32], sz[32];
 	char *argv[] = {
 		(char *)c->fio, "--name=pinbench", "--readonly", "--rw=read",
 		"--ioengine=io_uring", "--direct=1", "--output-format=json",
-		"--filename", (char *)file, bs, qd, sz, NULL,
+		"--filename", (char *)file, bs, qd, sz,
+		fixed ? "--fixedbufs" : NULL, NULL,
 	};
 
 	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
@@ -180,20 +187,55 @@ static double fio_load(const struct cfg *c, const char *file, uint64_t size)
 	return run_fio(c, argv, "read");
 }
 
-static double fio_save(const struct cfg *c, const char *file, uint64_t size)
+static double fio_save(const struct cfg *c, const char *file, uint64_t size,
+		       int fixed)
 {
 	char bs[32], qd[32], sz[32];
 	char *argv[] = {
 		(char *)c->fio, "--name=pinbench", "--rw=write",
 		"--ioengine=io_uring", "--direct=1", "--end_fsync=1",
 		"--output-format=json", "--filename", (char *)file, bs, qd, sz,
-		NULL,
+		fixed ? "--fixedbufs" : NULL, NULL,
 	};
 
 	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
 	snprintf(qd, sizeof(qd), "--iodepth=%u", c->qd);
 	snprintf(sz, sizeof(sz), "--size=%llu", (unsigned long long)size);
 	return run_fio(c, argv, "write");
+}
+
+/*
+ * The read-ahead of the disk under file, in KiB, or -1. It sets how much
+ * the mmap + memcpy path asks of the disk at a time: with a large one the
+ * page cache alone keeps a slow disk busy.
+ */
+static long read_ahead_kb(const char *file)
+{
+	static const char *const where[] = {
+		"/sys/dev/block/%u:%u/queue/read_ahead_kb",
+		"/sys/dev/block/%u:%u/../queue/read_ahead_kb",	/* partition */
+		"/sys/class/bdi/%u:%u/read_ahead_kb",	/* no block queue */
+	};
+	struct stat sb;
+	char path[128];
+	long kb = -1;
+	size_t i;
+
+	if (stat(file, &sb) < 0)
+		return -1;
+	for (i = 0; i < sizeof(where) / sizeof(where[0]) && kb < 0; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), where[i], major(sb.st_dev),
+			 minor(sb.st_dev));
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%ld", &kb) != 1)
+			kb = -1;
+		fclose(f);
+	}
+	return kb;
 }
 
 /* Buffered pread, request-size chunks, into pinned memory. */
@@ -245,9 +287,10 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	if (c->json) {
 		printf("{\"bench\":\"%s\",\"file\":\"%s\",\"bytes\":%llu,"
 		       "\"runs\":%d,\"queue_depth\":%u,\"request_size\":%u,"
-		       "\"cold_cache\":%s,\"median_gbps\":{",
+		       "\"cold_cache\":%s,\"read_ahead_kb\":%ld,"
+		       "\"median_gbps\":{",
 		       what, file, (unsigned long long)size, c->runs, c->qd,
-		       c->req, c->cold ? "true" : "false");
+		       c->req, c->cold ? "true" : "false", c->read_ahead_kb);
 		for (i = 0; i < ns; i++)
 			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
 			       median(&s[i]));
@@ -263,6 +306,9 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	       what, file, (double)size / 1e9, c->runs, c->qd, c->req,
 	       c->cold ? "page cache dropped before each run" :
 	       "CACHES WARM (not root: cannot drop the page cache)");
+	if (c->read_ahead_kb >= 0)
+		printf("  disk read-ahead %ld KiB (the request size of the page cache's reads)\n",
+		       c->read_ahead_kb);
 	printf("  %-31s %10s %10s   runs (GB/s)\n", "method", "median", "ratio");
 	for (i = 0; i < ns; i++) {
 		int k;
@@ -295,7 +341,8 @@ static int bench_load(struct cfg *c, const char *file)
 	char fb[256] = "";
 	struct stat sb;
 	void *dst;
-	int run, b, ns = 0, i_fio, i_pread, i_mmap, i_lib[2], i_e2e[2];
+	int run, b, ns = 0, i_fio, i_fio_fixed, i_pread, i_mmap;
+	int i_lib[2], i_e2e[2];
 	uint64_t size;
 	char names[4][64];
 
@@ -304,6 +351,7 @@ static int bench_load(struct cfg *c, const char *file)
 		return 1;
 	}
 	size = (uint64_t)sb.st_size;
+	c->read_ahead_kb = read_ahead_kb(file);
 	memset(s, 0, sizeof(s));
 	for (b = 0; b < c->nbackends; b++) {
 		int ret = pin_open(&devs[b], c->backends[b]);
@@ -314,9 +362,9 @@ static int bench_load(struct cfg *c, const char *file)
 			return 1;
 		}
 		snprintf(names[2 * b], sizeof(names[0]), "libpin %s (transfer)",
-			 pin_backend_name(c->backends[b]));
+			 pin_backend_name(pin_dev_backend(devs[b])));
 		snprintf(names[2 * b + 1], sizeof(names[0]), "libpin %s (end to end)",
-			 pin_backend_name(c->backends[b]));
+			 pin_backend_name(pin_dev_backend(devs[b])));
 		i_lib[b] = ns++;
 		s[i_lib[b]].name = names[2 * b];
 		i_e2e[b] = ns++;
@@ -324,6 +372,8 @@ static int bench_load(struct cfg *c, const char *file)
 	}
 	i_fio = ns++;
 	s[i_fio].name = "fio io_uring O_DIRECT";
+	i_fio_fixed = ns++;
+	s[i_fio_fixed].name = "fio io_uring O_DIRECT fixedbufs";
 	i_pread = ns++;
 	s[i_pread].name = "buffered pread -> pinned";
 	i_mmap = ns++;
@@ -360,7 +410,9 @@ static int bench_load(struct cfg *c, const char *file)
 			pin_st_free(ck);
 		}
 		prep_cold(c);
-		add(&s[i_fio], fio_load(c, file, size) / 1e9);
+		add(&s[i_fio], fio_load(c, file, size, 0) / 1e9);
+		prep_cold(c);
+		add(&s[i_fio_fixed], fio_load(c, file, size, 1) / 1e9);
 		prep_cold(c);
 		add(&s[i_pread], pread_load(file, dst, size, c->req) / 1e9);
 		prep_cold(c);
@@ -368,13 +420,14 @@ static int bench_load(struct cfg *c, const char *file)
 	}
 	report(c, "load", file, size, s, ns, i_fio, fb);
 	if (!c->json) {
-		printf("  libpin (transfer) / fio: %.2f   libpin (transfer) / mmap+memcpy: %.2f\n",
+		printf("  libpin (transfer) / fio: %.2f   / fio --fixedbufs: %.2f   / mmap+memcpy: %.2f\n",
 		       median(&s[i_lib[0]]) / median(&s[i_fio]),
+		       median(&s[i_lib[0]]) / median(&s[i_fio_fixed]),
 		       median(&s[i_lib[0]]) / median(&s[i_mmap]));
 		if (c->nbackends == 2)
 			printf("  %s / %s (transfer): %.3f   (end to end): %.3f\n",
-			       pin_backend_name(c->backends[0]),
-			       pin_backend_name(c->backends[1]),
+			       pin_backend_name(pin_dev_backend(devs[0])),
+			       pin_backend_name(pin_dev_backend(devs[1])),
 			       median(&s[i_lib[0]]) / median(&s[i_lib[1]]),
 			       median(&s[i_e2e[0]]) / median(&s[i_e2e[1]]));
 	}
@@ -391,7 +444,7 @@ static int bench_save(struct cfg *c, const char *out)
 	struct pin_st_tensor t[NT];
 	uint64_t shapes[NT], size = c->save_size, per = size / NT, i;
 	char names[NT][16], fiofile[4096], fb[256] = "";
-	struct series s[3];
+	struct series s[4];
 	struct pin_region *r;
 	struct pin_dev *dev;
 	struct pin_st *ck = pin_st_new();
@@ -427,6 +480,7 @@ static int bench_save(struct cfg *c, const char *out)
 	s[0].name = "libpin pin_st_save (transfer)";
 	s[1].name = "libpin pin_st_save (end to end)";
 	s[2].name = "fio io_uring O_DIRECT + fsync";
+	s[3].name = "fio O_DIRECT + fsync, fixedbufs";
 	for (run = 0; run < c->runs; run++) {
 		struct pin_io_stats st;
 
@@ -445,11 +499,14 @@ static int bench_save(struct cfg *c, const char *out)
 				 st.fallback_reason);
 		unlink(fiofile);
 		prep_cold(c);
-		add(&s[2], fio_save(c, fiofile, size) / 1e9);
+		add(&s[2], fio_save(c, fiofile, size, 0) / 1e9);
+		unlink(fiofile);
+		prep_cold(c);
+		add(&s[3], fio_save(c, fiofile, size, 1) / 1e9);
 	}
 	unlink(out);
 	unlink(fiofile);
-	report(c, "save", out, size, s, 3, 2, fb);
+	report(c, "save", out, size, s, 4, 2, fb);
 	pin_st_free(ck);
 	pin_region_free(r);
 	pin_close(dev);
@@ -515,7 +572,7 @@ int main(int argc, char **argv)
 		.qd = PIN_IO_DEFAULT_QUEUE_DEPTH,
 		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
 		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
-		.save_size = 1ULL << 30, .fio = "fio",
+		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
 	};
 	uint64_t v;
 	char *comma;
