@@ -34,6 +34,7 @@ static void progress(void *arg, uint64_t done, uint64_t total)
 	struct bar *b = arg;
 	uint64_t t = now_ns();
 	double secs, rate, left;
+	double unit = total >= 1000000000ULL ? 1e9 : 1e6;
 	int width = 30, fill, i;
 	char line[160];
 
@@ -47,8 +48,10 @@ static void progress(void *arg, uint64_t done, uint64_t total)
 	for (i = 0; i < width; i++)
 		line[i] = i < fill ? '#' : '.';
 	line[width] = 0;
-	fprintf(stderr, "\r[%s] %.2f/%.2f GB %.2f GB/s %.1fs left ", line,
-		(double)done / 1e9, (double)total / 1e9, rate / 1e9, left);
+	/* MB below a gigabyte, so that a small file does not read 0.00/0.00. */
+	fprintf(stderr, "\r[%s] %.2f/%.2f %s %.2f GB/s %.1fs left ", line,
+		(double)done / unit, (double)total / unit,
+		unit == 1e9 ? "GB" : "MB", rate / 1e9, left);
 	if (done >= total)
 		fprintf(stderr, "\n");
 }
