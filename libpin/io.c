@@ -356,15 +356,36 @@ static void engine_submit(struct engine *e, struct pin__file *f,
 	e->inflight++;
 }
 
-/* Wait for one completion (submitting what is queued). */
+/* EAGAIN/EINTR: the first RETRY_AT_ONCE retries go out at once. */
+#define RETRY_AT_ONCE	64
+
+static void retry_pause(void)
+{
+	struct timespec pause = { 0, 1000000L };	/* 1 ms */
+
+	nanosleep(&pause, NULL);
+}
+
+/*
+ * Wait for one completion (submitting what is queued). A wait interrupted
+ * by a signal is simply waited again; a kernel short of resources for the
+ * submission (EAGAIN) gets the same patience as a request (RETRY_*).
+ */
 static int engine_wait(struct engine *e, struct pin_io_stats *st,
 		       const char *path, unsigned *idx, int *res)
 {
 	struct io_uring_cqe *cqe;
+	unsigned again = 0;
 	int ret;
 
 	for (;;) {
 		ret = io_uring_submit_and_wait(&e->ring, 1);
+		if (ret == -EAGAIN && ++again > PIN_IO_MAX_RETRIES)
+			return pin__io_fail(st->error, sizeof(st->error), ret,
+					    "%s: io_uring_submit (%u tries)",
+					    path, again);
+		if (ret == -EAGAIN && again > RETRY_AT_ONCE)
+			retry_pause();
 		if (ret == -EINTR || ret == -EAGAIN) {
 			st->retries++;
 			continue;
@@ -430,8 +451,6 @@ static int size_changed(struct pin__file *f, struct pin_io_stats *st)
  */
 #define RETRIED	2
 #define GAVE_UP	3
-#define RETRY_AT_ONCE	64
-#define RETRY_PAUSE_NS	1000000L	/* 1 ms */
 
 static int settle_common(struct engine *e, struct pin__file *f,
 			 struct pin_io_stats *st, unsigned idx, int res,
@@ -450,11 +469,8 @@ static int settle_common(struct engine *e, struct pin__file *f,
 			engine_drain(e, st, f->path);
 			return GAVE_UP;
 		}
-		if (s->again > RETRY_AT_ONCE) {
-			struct timespec pause = { 0, RETRY_PAUSE_NS };
-
-			nanosleep(&pause, NULL);
-		}
+		if (s->again > RETRY_AT_ONCE)
+			retry_pause();
 		st->retries++;
 		engine_submit(e, f, idx, write);
 		return RETRIED;

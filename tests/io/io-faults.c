@@ -209,6 +209,17 @@ static void gives_up(const char *dir, const char *path, const uint8_t *data,
 	CHECK_EQ(inj("eintr"), PIN_IO_MAX_RETRIES + 1);
 	printf("# %s\n", st.error);
 	unlink(wpath);
+
+	/* Every wait answered EAGAIN: the submission gives up the same way. */
+	set("wait-eagain@1/1");
+	ret = pin_io_read(buf, SIZE + 8192, path, 0, SIZE, &o, &st);
+	snprintf(want, sizeof(want), "%s: io_uring_submit (%u tries): ",
+		 path, PIN_IO_MAX_RETRIES + 1);
+	CHECK(ret == -EAGAIN && strstr(st.error, want),
+	      "read, wait EAGAIN forever: %d \"%s\", want \"%s...\"", ret,
+	      st.error, want);
+	CHECK_EQ(inj("wait-eagain"), PIN_IO_MAX_RETRIES + 1);
+	printf("# %s\n", st.error);
 	set(NULL);
 }
 

@@ -34,6 +34,7 @@
  *   zero       res := 0 (needs res > 0)
  *   wait-eintr io_uring_submit_and_wait returns -EINTR after doing its
  *              work (counted in calls, not completions)
+ *   wait-eagain the same with -EAGAIN (the kernel short of resources)
  * A rule whose completion does not qualify fires on the next one that
  * does; one completion takes at most one fault. What was injected is
  * printed to stderr at exit; uring_faults_injected(KIND) answers how many
@@ -50,9 +51,11 @@
 #include <liburing.h>
 
 enum { K_SHORT, K_ODDSHORT, K_EAGAIN, K_EINTR, K_EIO, K_ZERO, K_WAIT_EINTR,
+       K_WAIT_EAGAIN,
        NKINDS };
 static const char *const kind_names[NKINDS] = {
 	"short", "oddshort", "eagain", "eintr", "eio", "zero", "wait-eintr",
+	"wait-eagain",
 };
 
 #define MAX_RULES	16
@@ -212,6 +215,7 @@ static int qualifies(int kind, int res)
 	case K_ODDSHORT:
 		return res >= 4;
 	case K_WAIT_EINTR:
+	case K_WAIT_EAGAIN:
 		return 0;
 	default:
 		return res > 0;
@@ -417,9 +421,10 @@ int io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr)
 	rs = ring_find(ring, 1);
 	rs->waits++;
 	for (i = 0; i < nrules; i++)
-		if (rules[i].kind == K_WAIT_EINTR && due(rs, i, rs->waits)) {
+		if ((rules[i].kind == K_WAIT_EINTR ||
+		     rules[i].kind == K_WAIT_EAGAIN) && due(rs, i, rs->waits)) {
 			fire(rs, i, rs->waits);
-			ret = -EINTR;
+			ret = rules[i].kind == K_WAIT_EINTR ? -EINTR : -EAGAIN;
 			break;
 		}
 	pthread_mutex_unlock(&lock);
