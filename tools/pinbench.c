@@ -168,6 +168,17 @@ static double run_fio(const struct cfg *c, char *const argv[],
 	return bw;
 }
 
+/*
+ * fio's block size: the request size, or (fio refuses a size below one
+ * block) the whole file, as libpin then moves it in one request.
+ */
+static unsigned long long fio_bs(const struct cfg *c, uint64_t size)
+{
+	uint64_t whole = size & ~4095ULL;
+
+	return whole && whole < c->req ? whole : c->req;
+}
+
 /* fixed: with --fixedbufs, registered buffers as libpin uses them. */
 static double fio_load(const struct cfg *c, const char *file, uint64_t size,
 		       int fixed)
@@ -180,7 +191,7 @@ static double fio_load(const struct cfg *c, const char *file, uint64_t size,
 		fixed ? "--fixedbufs" : NULL, NULL,
 	};
 
-	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
+	snprintf(bs, sizeof(bs), "--bs=%llu", fio_bs(c, size));
 	snprintf(qd, sizeof(qd), "--iodepth=%u", c->qd);
 	snprintf(sz, sizeof(sz), "--size=%llu",
 		 (unsigned long long)(size & ~4095ULL));
@@ -198,7 +209,7 @@ static double fio_save(const struct cfg *c, const char *file, uint64_t size,
 		fixed ? "--fixedbufs" : NULL, NULL,
 	};
 
-	snprintf(bs, sizeof(bs), "--bs=%u", c->req);
+	snprintf(bs, sizeof(bs), "--bs=%llu", fio_bs(c, size));
 	snprintf(qd, sizeof(qd), "--iodepth=%u", c->qd);
 	snprintf(sz, sizeof(sz), "--size=%llu", (unsigned long long)size);
 	return run_fio(c, argv, "write");
@@ -278,6 +289,23 @@ static double mmap_load(const char *file, void *dst, uint64_t size)
 	return (double)size / ((double)(now_ns() - t0) / 1e9);
 }
 
+/* s as a JSON string: quotes, backslashes and control bytes escaped. */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
 static void report(const struct cfg *c, const char *what, const char *file,
 		   uint64_t size, struct series *s, int ns, int base,
 		   const char *extra)
@@ -285,11 +313,13 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	int i;
 
 	if (c->json) {
-		printf("{\"bench\":\"%s\",\"file\":\"%s\",\"bytes\":%llu,"
+		printf("{\"bench\":\"%s\",\"file\":", what);
+		json_str(file);
+		printf(",\"bytes\":%llu,"
 		       "\"runs\":%d,\"queue_depth\":%u,\"request_size\":%u,"
 		       "\"cold_cache\":%s,\"read_ahead_kb\":%ld,"
 		       "\"median_gbps\":{",
-		       what, file, (unsigned long long)size, c->runs, c->qd,
+		       (unsigned long long)size, c->runs, c->qd,
 		       c->req, c->cold ? "true" : "false", c->read_ahead_kb);
 		for (i = 0; i < ns; i++)
 			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
@@ -299,7 +329,9 @@ static void report(const struct cfg *c, const char *what, const char *file,
 			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
 			       median(&s[base]) > 0 ?
 			       median(&s[i]) / median(&s[base]) : 0);
-		printf("}},\"note\":\"%s\"}\n", extra);
+		printf("}},\"note\":");
+		json_str(extra);
+		printf("}\n");
 		return;
 	}
 	printf("pinbench %s %s: %.3f GB, %d runs alternated, queue depth %u, request %u bytes, %s\n",
@@ -520,8 +552,9 @@ static void usage(void)
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
 		"  --runs N            alternated runs per method (default 5)\n"
 		"  --queue-depth N     (default %u)\n"
-		"  --request-size N    bytes, K/M suffix (default %u)\n"
+		"  --request-size N    bytes, K/M/G suffix (default %u)\n"
 		"  --backend LIST      device, portable, or device,portable to compare\n"
+		"                      (load; save uses the first)\n"
 		"  --size N            save: bytes to write, K/M/G suffix (default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n",
