@@ -300,7 +300,8 @@ struct pin_io_opts {
  * offset and why.
  */
 struct pin_io_stats {
-	uint64_t bytes;			/* file bytes moved (the superset) */
+	uint64_t bytes;			/* file bytes moved: the superset,
+					 * less what lies past end of file */
 	uint64_t ns;			/* wall time of the call */
 	uint64_t io_ns;			/* of which moving bytes (no open,
 					 * parse, allocation or seal) */
@@ -343,9 +344,9 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 /*
  * Write len bytes from buf to path at file_off (a multiple of
  * PIN_IO_ALIGN), creating the file (mode 0644) if needed, never truncating
- * it below file_off + len. O_DIRECT from aligned bounce buffers, buffered
- * where O_DIRECT is refused; fsync before returning. buf may have any
- * alignment. Returns 0 or a negative errno (-EINVAL, open/write errors).
+ * it below file_off + len. O_DIRECT straight from buf where it is
+ * PIN_IO_ALIGN-aligned, else from aligned bounce buffers; buffered where
+ * O_DIRECT is refused; fsync before returning. buf may have any alignment. Returns 0 or a negative errno (-EINVAL, open/write errors).
  */
 int pin_io_write(const void *buf, uint64_t len, const char *path,
 		 uint64_t file_off, const struct pin_io_opts *opts,

@@ -967,6 +967,7 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 
 	if (ck->n || ck->nfiles)
 		return st_fail(ck, -EBUSY, "checkpoint is not empty");
+	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	ret = pin__io_opts(opts, &o, &ck->stats);
 	if (ret)
