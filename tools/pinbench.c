@@ -34,6 +34,8 @@
 
 #include <pin.h>
 
+#include "json.h"
+
 extern char **environ;
 
 #define MAX_RUNS	64
@@ -289,23 +291,6 @@ static double mmap_load(const char *file, void *dst, uint64_t size)
 	return (double)size / ((double)(now_ns() - t0) / 1e9);
 }
 
-/* s as a JSON string: quotes, backslashes and control bytes escaped. */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
-
 static void report(const struct cfg *c, const char *what, const char *file,
 		   uint64_t size, struct series *s, int ns, int base,
 		   const char *extra)
@@ -314,7 +299,7 @@ static void report(const struct cfg *c, const char *what, const char *file,
 
 	if (c->json) {
 		printf("{\"bench\":\"%s\",\"file\":", what);
-		json_str(file);
+		json_str(stdout, file);
 		printf(",\"bytes\":%llu,"
 		       "\"runs\":%d,\"queue_depth\":%u,\"request_size\":%u,"
 		       "\"cold_cache\":%s,\"read_ahead_kb\":%ld,"
@@ -330,7 +315,7 @@ static void report(const struct cfg *c, const char *what, const char *file,
 			       median(&s[base]) > 0 ?
 			       median(&s[i]) / median(&s[base]) : 0);
 		printf("}},\"note\":");
-		json_str(extra);
+		json_str(stdout, extra);
 		printf("}\n");
 		return;
 	}

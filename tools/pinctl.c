@@ -38,6 +38,8 @@
 
 #include <pin.h>
 
+#include "json.h"
+
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
 #define EXIT_NODEV	3
@@ -91,22 +93,6 @@ static void human(uint64_t n, char *buf, size_t len)
 		snprintf(buf, len, "%.0f %s", v, unit[u]);
 	else
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
 }
 
 static void prot_str(int prot, char out[4])
@@ -351,7 +337,7 @@ static int cmd_holders(int json, const char *arg)
 			prot_str(hs[i].prot, prot);
 			printf("%s{\"pid\": %d, \"comm\": ", i ? ", " : "",
 			       (int)hs[i].pid);
-			json_string(hs[i].comm);
+			json_str(stdout, hs[i].comm);
 			printf(", \"kind\": \"%s\", \"start\": %" PRIu64
 			       ", \"end\": %" PRIu64 ", \"length\": %" PRIu64
 			       ", \"offset\": %" PRIu64 ", \"prot\": \"%s\", \"maywrite\": %s}",

@@ -15,6 +15,8 @@
 
 #include <pin.h>
 
+#include "json.h"
+
 struct bar {
 	int on;
 	uint64_t t0;
@@ -54,22 +56,6 @@ static void progress(void *arg, uint64_t done, uint64_t total)
 		unit == 1e9 ? "GB" : "MB", rate / 1e9, left);
 	if (done >= total)
 		fprintf(stderr, "\n");
-}
-
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
 }
 
 /* Compare every tensor with a plain buffered pread of its file. */
