@@ -36,20 +36,6 @@ int ioctl(int fd, unsigned long req, ...)
 	return (int)syscall(SYS_ioctl, fd, req, arg);
 }
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		FAIL("opendir: %s", strerror(errno));
-	while ((e = readdir(d)))
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n - 1;
-}
-
 static int try_open(uint32_t version, uint32_t min_compat, int backend)
 {
 	struct pin_dev *dev = (struct pin_dev *)1;
@@ -89,7 +75,7 @@ int main(void)
 	CHECK_OK(pin_open(&dev, PIN_BACKEND_DEVICE), "real module");
 	pin_close(dev);
 
-	before = count_fds();
+	before = t_count_fds();
 	EXPECT_EQ(try_open(PINMEM_ABI_VERSION, PINMEM_ABI_VERSION, PIN_BACKEND_DEVICE), 0);
 	/* A newer module that still serves ABI 1 libraries. */
 	EXPECT_EQ(try_open(PINMEM_ABI_VERSION + 1, PINMEM_ABI_VERSION, PIN_BACKEND_DEVICE), 0);
@@ -100,7 +86,7 @@ int main(void)
 			   PIN_BACKEND_AUTO), -EPROTO);
 	/* A module older than this library accepts. */
 	EXPECT_EQ(try_open(PINMEM_ABI_MIN_COMPAT - 1, 0, PIN_BACKEND_DEVICE), -EPROTO);
-	EXPECT_EQ(count_fds(), before);
+	EXPECT_EQ(t_count_fds(), before);
 	/* The portable backend asks no module. */
 	EXPECT_EQ(try_open(99, 99, PIN_BACKEND_PORTABLE), 0);
 	return 0;

@@ -11,16 +11,6 @@
 
 #include "test.h"
 
-static int count_fds(void)
-{
-	int n = 0, fd;
-
-	for (fd = 0; fd < 1024; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			n++;
-	return n;
-}
-
 /* Send a zero-byte message carrying fd. */
 static void send_empty_with_fd(int sock, int fd)
 {
@@ -49,11 +39,11 @@ int main(void)
 
 	EXPECT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	EXPECT_EQ(pipe(p), 0);
-	before = count_fds();
+	before = t_count_fds();
 	send_empty_with_fd(sv[0], p[0]);
 	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
 	EXPECT_EQ(fd, -1);
-	EXPECT_EQ(count_fds(), before);	/* the carried fd was closed */
+	EXPECT_EQ(t_count_fds(), before);	/* the carried fd was closed */
 
 	/* The socket still works, and its end is still -ECONNRESET. */
 	CHECK_OK(pin_send_fd(sv[0], p[1]), "send");

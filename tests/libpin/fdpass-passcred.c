@@ -17,16 +17,6 @@
 #define SO_PASSPIDFD	76	/* Linux 6.5 */
 #endif
 
-static int count_fds(void)
-{
-	int n = 0, fd;
-
-	for (fd = 0; fd < 1024; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			n++;
-	return n;
-}
-
 /* One fd over a socket of type whose receiver passes credentials. */
 static int one_type(int type, const char *name)
 {
@@ -37,7 +27,7 @@ static int one_type(int type, const char *name)
 	EXPECT_EQ(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)), 0);
 	pidfd = !setsockopt(sv[1], SOL_SOCKET, SO_PASSPIDFD, &one, sizeof(one));
 	EXPECT_EQ(pipe(p), 0);
-	before = count_fds();
+	before = t_count_fds();
 
 	CHECK_OK(pin_send_fd(sv[0], p[0]), name);
 	CHECK_OK(pin_recv_fd(sv[1], &fd), name);
@@ -47,12 +37,12 @@ static int one_type(int type, const char *name)
 	EXPECT_EQ(fstat(p[0], &b), 0);
 	EXPECT_TRUE(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
 	close(fd);
-	EXPECT_EQ(count_fds(), before);	/* no pidfd or other fd left over */
+	EXPECT_EQ(t_count_fds(), before);	/* no pidfd or other fd left over */
 
 	close(sv[0]);
 	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -ECONNRESET);
 	EXPECT_EQ(fd, -1);
-	EXPECT_EQ(count_fds(), before - 1);
+	EXPECT_EQ(t_count_fds(), before - 1);
 	close(sv[1]);
 	close(p[0]);
 	close(p[1]);

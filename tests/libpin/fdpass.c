@@ -14,16 +14,6 @@
 
 #include "test.h"
 
-static int count_fds(void)
-{
-	int n = 0, fd;
-
-	for (fd = 0; fd < 1024; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			n++;
-	return n;
-}
-
 static int child(int sock)
 {
 	struct pin_dev *dev = t_open(0);
@@ -79,7 +69,7 @@ int main(void)
 
 	/* Local edge cases on a fresh pair. */
 	EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	before = count_fds();
+	before = t_count_fds();
 	EXPECT_EQ(write(sv[0], "x", 1), 1);	/* a byte without an fd */
 	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
 	EXPECT_EQ(fd, -1);
@@ -112,7 +102,7 @@ int main(void)
 		EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
 		EXPECT_EQ(fd, -1);
 	}
-	EXPECT_EQ(count_fds(), before);	/* nothing received was kept */
+	EXPECT_EQ(t_count_fds(), before);	/* nothing received was kept */
 	CHECK_OK(pin_send_fd(sv[0], pin_region_fd(r)), "send region fd");
 	CHECK_OK(pin_recv_fd(sv[1], &fd), "recv region fd");
 	EXPECT_TRUE(fd >= 0);

@@ -11,28 +11,13 @@
 
 #include "test.h"
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		FAIL("opendir /proc/self/fd: %s", strerror(errno));
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;	/* the DIR's own fd */
-}
-
 int main(void)
 {
 	struct pin_dev *dev;
 	struct pin_region *r;
 	struct pin_view *v, *w;
 	unsigned char *own, *p, *q;
-	int before = count_fds();
+	int before = t_count_fds();
 
 	dev = t_open(0);
 	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
@@ -55,6 +40,6 @@ int main(void)
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
 	pin_view_close(v);
 
-	EXPECT_EQ(count_fds(), before);
+	EXPECT_EQ(t_count_fds(), before);
 	return 0;
 }

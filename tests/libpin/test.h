@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <pin.h>
 
@@ -55,6 +57,20 @@
 	if (!_h || !strstr(_h, _n))					\
 		FAIL("%s = \"%s\" lacks \"%s\"", #hay, _h ? _h : "(null)", _n); \
 } while (0)
+
+/* Open fds in this process (leak checks compare two counts). */
+static inline int t_count_fds(void)
+{
+	long max = sysconf(_SC_OPEN_MAX);
+	int n = 0, fd;
+
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (fd = 0; fd < max; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
 
 #define MiB(x)	((uint64_t)(x) << 20)
 
