@@ -7,7 +7,6 @@
  * fine. The module's answer is faked by interposing ioctl() for
  * PINMEM_IOC_VERSION only; everything else reaches the real device.
  */
-#include <dirent.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>

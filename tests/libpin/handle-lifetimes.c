@@ -5,7 +5,6 @@
  * on, and a view fd closed while its mappings stay readable. Every fd the
  * library opened is closed again (counted in /proc/self/fd).
  */
-#include <dirent.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
