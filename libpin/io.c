@@ -485,6 +485,23 @@ static int settle_common(struct engine *e, struct pin__file *f,
 	return 0;
 }
 
+/*
+ * The next completion, settled as both passes settle it: 0 with idx and
+ * res for the caller to handle, RETRIED (resubmitted), REFUSED (redo
+ * buffered), or a negative errno with the error set.
+ */
+static int engine_next(struct engine *e, struct pin__file *f,
+		       struct pin_io_stats *st, int write, uint64_t done,
+		       unsigned *idx, int *res)
+{
+	int ret = engine_wait(e, st, f->path, idx, res);
+
+	if (ret < 0)
+		return ret;
+	ret = settle_common(e, f, st, *idx, *res, write, done);
+	return ret == GAVE_UP ? *res : ret;
+}
+
 static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
 		     const struct pin_io_opts *o, struct pin_io_stats *st)
@@ -511,18 +528,13 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		}
 		if (!e->inflight)
 			break;
-		ret = engine_wait(e, st, f->path, &idx, &res);
-		if (ret < 0)
+		ret = engine_next(e, f, st, 0, done, &idx, &res);
+		if (ret < 0 || ret == REFUSED)
 			return ret;
-		struct slot *s = &e->slots[idx];
-
-		ret = settle_common(e, f, st, idx, res, 0, done);
-		if (ret == REFUSED)
-			return REFUSED;
-		if (ret == GAVE_UP)
-			return res;
 		if (ret == RETRIED)
 			continue;
+		struct slot *s = &e->slots[idx];
+
 		if (res < 0) {
 			pin__io_fail(st->error, sizeof(st->error), res,
 				     "%s: read of %llu bytes at offset %llu",
@@ -713,18 +725,13 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 		}
 		if (!e->inflight)
 			break;
-		ret = engine_wait(e, st, f->path, &idx, &res);
-		if (ret < 0)
+		ret = engine_next(e, f, st, 1, done, &idx, &res);
+		if (ret < 0 || ret == REFUSED)
 			return ret;
-		struct slot *s = &e->slots[idx];
-
-		ret = settle_common(e, f, st, idx, res, 1, done);
-		if (ret == REFUSED)
-			return REFUSED;
-		if (ret == GAVE_UP)
-			return res;
 		if (ret == RETRIED)
 			continue;
+		struct slot *s = &e->slots[idx];
+
 		if (res <= 0 || (f->direct && (uint64_t)res < s->len &&
 				 res % PIN_IO_ALIGN)) {
 			if (res >= 0)
