@@ -20,6 +20,8 @@
  */
 #include <linux/mm.h>
 #include <linux/mman.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -258,14 +260,35 @@ static u32 pinmem_prot(vm_flags_t flags)
 }
 
 /*
+ * Whether the caller may learn where task (owning mm) maps the region:
+ * its own mappings, those of processes running as the same user (uid and
+ * euid), any with CAP_SYS_PTRACE (all_addr). Another user's addresses
+ * would undo its ASLR, as /proc/PID/maps would. Under rcu_read_lock.
+ */
+static bool pinmem_addr_visible(struct task_struct *task,
+				struct mm_struct *mm, bool all_addr)
+{
+	const struct cred *tcred;
+
+	if (all_addr || mm == current->mm)
+		return true;
+	if (!task)
+		return false;
+	tcred = __task_cred(task);
+	return uid_eq(tcred->uid, current_uid()) &&
+	       uid_eq(tcred->euid, current_euid());
+}
+
+/*
  * The process a VMA belongs to, in the caller's pid namespace (tgid 0 and
- * an empty comm when it is not visible there). Read from
- * the VMA's mm when asked, so a fork child is named for the VMAs it
- * inherited. The VMA (so its mm) stays alive: its record is on the list,
- * and vm_ops->close takes the region lock, which the caller holds.
+ * an empty comm when it is not visible there), and whether its address
+ * may be shown. Read from the VMA's mm when asked, so a fork child is
+ * named for the VMAs it inherited. The VMA (so its mm) stays alive: its
+ * record is on the list, and vm_ops->close takes the region lock, which
+ * the caller holds.
  */
 static void pinmem_holder_task(struct vm_area_struct *vma,
-			       struct pinmem_holder *h)
+			       struct pinmem_holder *h, bool all_addr)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	struct task_struct *task;
@@ -277,6 +300,10 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 		/* Not visible in the caller's namespace: no name either. */
 		if (h->tgid)
 			get_task_comm(h->comm, task);
+	}
+	if (!pinmem_addr_visible(task, vma->vm_mm, all_addr)) {
+		h->start = 0;
+		h->flags |= PINMEM_HOLDER_ADDR_HIDDEN;
 	}
 	rcu_read_unlock();
 }
@@ -291,6 +318,8 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 	struct pinmem_region *region = arg;
 	struct pinmem_holder *buf = out;
 	struct pinmem_holder_rec *rec;
+	/* Asked once, outside the locks, and without an audit record. */
+	bool all_addr = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
 	u32 n = 0;
 
 	mutex_lock(&region->lock);
@@ -312,7 +341,7 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 			    PAGE_SHIFT;
 		h->prot = pinmem_prot(READ_ONCE(vma->vm_flags));
 		h->flags = rec->maywrite ? PINMEM_HOLDER_MAYWRITE : 0;
-		pinmem_holder_task(vma, h);
+		pinmem_holder_task(vma, h, all_addr);
 	}
 	mutex_unlock(&region->lock);
 	return n;

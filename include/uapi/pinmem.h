@@ -149,12 +149,13 @@ struct pinmem_view_info {
 
 /* Holder flags */
 #define PINMEM_HOLDER_MAYWRITE	(1U << 0)	/* counts as a writable mapping */
+#define PINMEM_HOLDER_ADDR_HIDDEN (1U << 1)	/* start withheld (is 0) */
 
 /* One mapping of a region. prot is PROT_READ|PROT_WRITE|PROT_EXEC bits. */
 struct pinmem_holder {
 	__u32 tgid;		/* in the caller's pid namespace; 0 if not visible */
 	__u32 kind;		/* PINMEM_HOLDER_* */
-	__u64 start;		/* user address of the mapping */
+	__u64 start;		/* user address of the mapping, or 0 */
 	__u64 length;		/* bytes */
 	__u64 offset;		/* bytes into the region of its first page */
 	__u32 prot;
@@ -170,7 +171,10 @@ struct pinmem_holder {
  * region (same uid) or have CAP_SYS_ADMIN, else ENOENT as for an unknown id
  * (or id 0). EAGAIN if the mappings kept changing while they were counted
  * (retry). A holder outside the caller's pid namespace has tgid 0 and an
- * empty comm.
+ * empty comm. The start address of a mapping in another process is shown
+ * only to a caller of the same user (uid and euid) or with CAP_SYS_PTRACE;
+ * to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set (as /proc/PID/maps
+ * guards it); length, offset, prot and the rest are shown to all.
  */
 struct pinmem_holders {
 	__u64 region_id;	/* in */

@@ -494,4 +494,147 @@ TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
 	close(rfd);
 }
 
+/* What a process of user uid sees of the view fd's holders. */
+struct pm_seen {
+	uint32_t count;
+	uint32_t pid;		/* the looking process */
+	uint64_t mine;		/* its own view mapping */
+	struct pinmem_holder h[4];
+};
+
+static int pm_seen_as(int vfd, uid_t uid, int out_fd)
+{
+	struct pm_seen seen = { .pid = (uint32_t)getpid() };
+	struct pinmem_holders q = {
+		.holders_ptr = (uintptr_t)seen.h,
+		.capacity = 4,
+	};
+	void *v;
+
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return 20;
+	v = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
+	if (v == MAP_FAILED)
+		return 21;
+	if (ioctl(vfd, PINMEM_IOC_HOLDERS, &q))
+		return 22;
+	seen.count = q.count;
+	seen.mine = (uintptr_t)v;
+	if (write(out_fd, &seen, sizeof(seen)) != sizeof(seen))
+		return 23;
+	return 0;
+}
+
+/* The record of process pid (processes here hold one mapping each). */
+static const struct pinmem_holder *pm_holder_of(const struct pinmem_holder *h,
+						uint32_t n, pid_t pid)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (h[i].tgid == (uint32_t)pid)
+			return &h[i];
+	return NULL;
+}
+
+#define PM_HIDDEN(x)	((x)->flags & PINMEM_HOLDER_ADDR_HIDDEN)
+
+TEST_F(counting, holder_address_withheld_from_other_users)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *own = pm_map(rfd, 2 * MiB, PROT_READ, 0);
+	int ready[2], done[2], res[2];
+	struct pinmem_holder h[4];
+	const struct pinmem_holder *r;
+	struct pm_seen seen;
+	pid_t holder, pid;
+	void *hv;
+	char c = 0;
+
+	ASSERT_OK(pipe2(ready, O_CLOEXEC));
+	ASSERT_OK(pipe2(done, O_CLOEXEC));
+	ASSERT_OK(pipe2(res, O_CLOEXEC));
+	/* Each process holds only the mappings it made. */
+	ASSERT_OK(madvise(own, 2 * MiB, MADV_DONTFORK));
+	/* The holder: user 65534, one view mapping, kept until told. */
+	holder = fork();
+	ASSERT_GE(holder, 0);
+	if (holder == 0) {
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		hv = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
+		if (hv == MAP_FAILED)
+			_exit(11);
+		if (write(ready[1], &hv, sizeof(hv)) != sizeof(hv) ||
+		    read(done[0], &c, 1) != 1)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(hv), read(ready[0], &hv, sizeof(hv)));
+
+	/* Another user: every address but its own withheld, the rest shown. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(pm_seen_as(vfd, 65533, res[1]));
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	ASSERT_EQ(3, seen.count);
+	r = pm_holder_of(seen.h, 3, (pid_t)seen.pid);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(seen.mine, r->start) TH_LOG("its own mapping");
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(seen.h, 3, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("user 65534's view, seen by 65533");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	EXPECT_EQ(2 * MiB, r->length);
+	EXPECT_EQ(PINMEM_HOLDER_VIEW, r->kind);
+	EXPECT_NE(0, r->comm[0]);
+	r = pm_holder_of(seen.h, 3, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65533");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	EXPECT_EQ(PINMEM_HOLDER_OWNER, r->kind);
+
+	/* The holder's own user sees the holder's address, not root's. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(pm_seen_as(vfd, 65534, res[1]));
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	ASSERT_EQ(3, seen.count);
+	r = pm_holder_of(seen.h, 3, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)hv, r->start) TH_LOG("same user's view");
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(seen.h, 3, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65534");
+	EXPECT_NE(0, PM_HIDDEN(r));
+
+	/* Root (CAP_SYS_PTRACE) sees every address. */
+	ASSERT_EQ(2, pm_holders(vfd, h, 4));
+	r = pm_holder_of(h, 2, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)hv, r->start);
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(h, 2, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)own, r->start);
+	EXPECT_EQ(0, PM_HIDDEN(r));
+
+	ASSERT_EQ(1, write(done[1], &c, 1));
+	ASSERT_EQ(0, pm_wait(holder));
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(done[i]);
+		close(res[i]);
+	}
+	pm_unmap(own, 2 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
 TEST_HARNESS_MAIN
