@@ -168,7 +168,8 @@ int pin_reopen(struct pin_region *r);
 struct pin_holder {
 	pid_t pid;
 	int kind;		/* PIN_HOLDER_* */
-	uint64_t start;		/* address in that process */
+	uint64_t start;		/* address in that process; 0: withheld
+				 * (another user's process, see below) */
 	uint64_t length;
 	uint64_t offset;	/* into the region */
 	int prot;		/* PROT_* */
@@ -179,6 +180,8 @@ struct pin_holder {
 /*
  * Every mapping of the region. Fills up to cap records; returns the number
  * of mappings that exist (which may exceed cap). -EOPNOTSUPP on portable.
+ * The kernel withholds (start 0) the address of a mapping in a process of
+ * another user unless the caller has CAP_SYS_PTRACE.
  */
 int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
 

@@ -75,16 +75,21 @@ int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap)
 int pin_holder_format(const struct pin_holder *h, char *buf, size_t len)
 {
 	const char *kind;
+	char where[64];
 	int n;
 
 	if (!h || !buf || !len)
 		return -EINVAL;
 	kind = h->kind == PIN_HOLDER_OWNER ? "owner" :
 	       h->kind == PIN_HOLDER_VIEW ? "view" : "mapping";
-	n = snprintf(buf, len,
-		     "pid %d (%s) %s 0x%" PRIx64 "-0x%" PRIx64 " %c%c%c at +0x%" PRIx64,
-		     (int)h->pid, h->comm[0] ? h->comm : "?", kind, h->start,
-		     h->start + h->length,
+	if (h->start)
+		snprintf(where, sizeof(where), "0x%" PRIx64 "-0x%" PRIx64,
+			 h->start, h->start + h->length);
+	else	/* withheld by the kernel: another user's process */
+		snprintf(where, sizeof(where),
+			 "(address withheld, 0x%" PRIx64 " bytes)", h->length);
+	n = snprintf(buf, len, "pid %d (%s) %s %s %c%c%c at +0x%" PRIx64,
+		     (int)h->pid, h->comm[0] ? h->comm : "?", kind, where,
 		     (h->prot & PROT_READ) ? 'r' : '-',
 		     (h->prot & PROT_WRITE) ? 'w' : '-',
 		     (h->prot & PROT_EXEC) ? 'x' : '-', h->offset);

@@ -26,7 +26,8 @@
  *             "writable_view_mappings": N, "view_fds": N,
  *             "owner_uid": N, "owner_pid": N}, ...]}
  *   holders: {"region": N, "holders": [{"pid": N, "comm": "...",
- *             "kind": "owner"|"view", "start": N, "end": N, "length": N,
+ *             "kind": "owner"|"view", "start": N|null, "end": N|null,
+ *             "length": N,
  *             "offset": N, "prot": "rw-", "maywrite": bool}, ...]}
  */
 #include <errno.h>
@@ -68,7 +69,8 @@ static const char usage_text[] =
 "            writable_view_mappings, view_fds, owner_uid, owner_pid}]}\n"
 "  holders: {region, holders: [{pid, comm, kind, start, end, length, offset,\n"
 "            prot, maywrite}]}\n"
-"  (sizes, addresses and counts are integers; state is open|sealed|donated;\n"
+"  (sizes, addresses and counts are integers; start/end are null where the\n"
+"   kernel withholds another user's addresses; state is open|sealed|donated;\n"
 "   kind is owner|view; prot is like \"rw-\")\n"
 "\n"
 "exit status: 0 ok, 1 operation failed, 2 usage error, 3 no device\n"
@@ -338,11 +340,16 @@ static int cmd_holders(int json, const char *arg)
 			printf("%s{\"pid\": %d, \"comm\": ", i ? ", " : "",
 			       (int)hs[i].pid);
 			json_str(stdout, hs[i].comm);
-			printf(", \"kind\": \"%s\", \"start\": %" PRIu64
-			       ", \"end\": %" PRIu64 ", \"length\": %" PRIu64
-			       ", \"offset\": %" PRIu64 ", \"prot\": \"%s\", \"maywrite\": %s}",
-			       hs[i].kind == PIN_HOLDER_OWNER ? "owner" : "view",
-			       hs[i].start, hs[i].start + hs[i].length,
+			printf(", \"kind\": \"%s\", ",
+			       hs[i].kind == PIN_HOLDER_OWNER ? "owner" : "view");
+			/* Withheld by the kernel (another user's process). */
+			if (hs[i].start)
+				printf("\"start\": %" PRIu64 ", \"end\": %" PRIu64,
+				       hs[i].start, hs[i].start + hs[i].length);
+			else
+				printf("\"start\": null, \"end\": null");
+			printf(", \"length\": %" PRIu64 ", \"offset\": %" PRIu64
+			       ", \"prot\": \"%s\", \"maywrite\": %s}",
 			       hs[i].length, hs[i].offset, prot,
 			       hs[i].maywrite ? "true" : "false");
 		}

@@ -59,3 +59,19 @@ def test_structs_match_pin_h(tmp_path):
             desc = getattr(py, field)
             assert c["%s.%s" % (cname, field)] == (desc.offset, desc.size), \
                 "%s.%s" % (cname, field)
+
+
+def test_withheld_holder_address_is_none():
+    """The kernel withholds another user's mapping address (start 0):
+    the binding says None rather than a range starting at 0."""
+    from pinmem import core
+    h = _lib.PinHolder(pid=7, kind=_lib.PIN_HOLDER_VIEW, start=0,
+                       length=2 << 20, offset=4096, prot=_lib.PROT_READ,
+                       maywrite=0, comm=b"loader")
+    got = core._holder(h)
+    assert (got.pid, got.comm, got.kind) == (7, "loader", "view")
+    assert got.start is None and got.end is None and got.offset == 4096
+    assert "address withheld, 0x200000 bytes" in got.text
+    h.start = 0x7f0000000000
+    got = core._holder(h)
+    assert (got.start, got.end) == (0x7f0000000000, 0x7f0000200000)

@@ -84,7 +84,8 @@ def _prot_str(prot):
 class Holder(namedtuple("Holder", "pid comm kind start end offset prot "
                                   "writable text")):
     """One mapping of a region: who (pid, comm), what (kind 'owner' or
-    'view'), where (start, end in that process; offset into the region),
+    'view'), where (start, end in that process, None when the kernel
+    withholds them: another user's process; offset into the region),
     prot ('r--', 'rw-'), writable (counts as a writable mapping), and
     libpin's one-line text."""
     __slots__ = ()
@@ -100,7 +101,9 @@ def _holder(h):
             _lib.PIN_HOLDER_VIEW: "view"}.get(h.kind, "mapping")
     text = _lib.text(buf.value) if n >= 0 or n == -_errno.ENOSPC else ""
     return Holder(pid=h.pid, comm=_lib.text(h.comm), kind=kind,
-                  start=h.start, end=h.start + h.length, offset=h.offset,
+                  start=h.start or None,
+                  end=h.start + h.length if h.start else None,
+                  offset=h.offset,
                   prot=_prot_str(h.prot), writable=bool(h.maywrite),
                   text=text)
 
