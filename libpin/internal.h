@@ -33,6 +33,7 @@ struct pin_region {
 	uint64_t size;
 	void *map;		/* owner mapping, NULL until pin_region_map */
 	int map_prot;		/* its protection */
+	int unlocked;		/* portable: map not mlock()ed yet (loader) */
 	int cuda_registered;	/* registrations of map in force (cuda.c) */
 	int hugetlb;		/* portable: MFD_HUGETLB memfd */
 	pid_t owner_pid;	/* portable: allocating process, 0 if imported */
@@ -74,6 +75,10 @@ struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 
 /* Device ioctl wrapper: 0 or -errno, restarting on EINTR only if asked. */
 int pin__ioctl(int fd, unsigned long req, void *arg);
+
+/* pin_region_map without locking a portable owner mapping (the caller
+ * locks it later: pin_region_map or seal do). */
+int pin__region_map_unlocked(struct pin_region *r, void **addrp);
 
 /* portable.c */
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,

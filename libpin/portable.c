@@ -192,6 +192,7 @@ static int remap_owner(struct pin_region *r, int acc, int prot)
 		}
 	} else {
 		mlock(p, r->size);	/* best effort, as at map time */
+		r->unlocked = 0;
 	}
 	close(fd);
 	if (!ret)

@@ -189,15 +189,32 @@ uint64_t pin_region_id(const struct pin_region *r)
 	return r ? r->id : 0;
 }
 
-int pin_region_map(struct pin_region *r, void **addrp)
+/* Lock a portable owner mapping; best effort, the text says why not. */
+static void lock_portable(struct pin_region *r)
+{
+	/*
+	 * Pin what we can. Not fatal: a host without the module often has
+	 * a small RLIMIT_MEMLOCK; the text says so.
+	 */
+	if (mlock(r->map, r->size))
+		pin__fail(r->err, -errno,
+			  "map: mlock of region %" PRIu64 " failed, the pages are not locked (raise RLIMIT_MEMLOCK or use pinmem.ko)",
+			  r->id);
+	else
+		r->err[0] = '\0';
+	r->unlocked = 0;
+}
+
+static int region_map(struct pin_region *r, void **addrp, int lock)
 {
 	int prot = PROT_READ | PROT_WRITE;
 	void *p;
-	int ret;
 
 	if (!r || !addrp)
 		return -EINVAL;
 	if (r->map) {
+		if (lock && r->unlocked)
+			lock_portable(r);
 		*addrp = r->map;
 		return 0;
 	}
@@ -218,20 +235,21 @@ int pin_region_map(struct pin_region *r, void **addrp)
 	if (r->backend == PIN_BACKEND_PORTABLE) {
 		if (!r->hugetlb)
 			madvise(p, r->size, MADV_HUGEPAGE);	/* a hint */
-		/*
-		 * Pin what we can. Not fatal: a host without the module
-		 * often has a small RLIMIT_MEMLOCK; the text says so.
-		 */
-		if (mlock(p, r->size)) {
-			ret = -errno;
-			pin__fail(r->err, ret,
-				  "map: mlock of region %" PRIu64 " failed, the pages are not locked (raise RLIMIT_MEMLOCK or use pinmem.ko)",
-				  r->id);
-		} else {
-			r->err[0] = '\0';
-		}
+		r->unlocked = 1;
+		if (lock)
+			lock_portable(r);
 	}
 	return 0;
+}
+
+int pin_region_map(struct pin_region *r, void **addrp)
+{
+	return region_map(r, addrp, 1);
+}
+
+int pin__region_map_unlocked(struct pin_region *r, void **addrp)
+{
+	return region_map(r, addrp, 0);
 }
 
 int pin_region_unmap(struct pin_region *r)

@@ -680,6 +680,28 @@ static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
 }
 
 /* Load file index fi: header, region, data section, seal. */
+/*
+ * The region's owner mapping, for the load to fill. A portable (memfd)
+ * region of small pages is left unlocked and unregistered: O_DIRECT then
+ * faults each request's pages in as it is submitted, while earlier
+ * requests are on the disk, instead of one pass over every page before
+ * the first read; the seal that ends the load locks them all, before the
+ * region is handed out.
+ */
+static int map_for_load(struct pin_region *r, void **map,
+			struct pin_io_opts *po, struct pin_io_stats *st)
+{
+	size_t n = strlen(st->fallback_reason);
+
+	if (r->backend != PIN_BACKEND_PORTABLE || r->hugetlb)
+		return pin_region_map(r, map);
+	po->flags |= PIN_IO_NO_FIXED;
+	snprintf(st->fallback_reason + n, sizeof(st->fallback_reason) - n,
+		 "%sportable backend: pages fault in request by request, locked at seal",
+		 n ? "; " : "");
+	return pin__region_map_unlocked(r, map);
+}
+
 static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		     const struct pin_io_opts *o, struct st_progress *prog)
 {
@@ -726,7 +748,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 			sf->path, (unsigned long long)span, pin_dev_error(dev));
 		goto out;
 	}
-	ret = pin_region_map(r, &map);
+	ret = map_for_load(r, &map, &po, &st);
 	if (ret) {
 		st_fail(ck, ret, "%s: mapping its region: %s", sf->path,
 			pin_region_error(r));

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A checkpoint loaded on the portable backend is locked in memory when
+ * pin_st_load returns: the loader fills an unlocked owner mapping (each
+ * O_DIRECT request faults its own pages in, while earlier ones are on the
+ * disk) and the seal that ends the load locks every page. /proc/self/smaps
+ * must show the sealed owner mapping wholly resident and locked, and the
+ * stats must say why no fixed buffers were used. Skipped on the device
+ * backend (the kernel pins a region's pages; mlock does not apply) and
+ * under ASan (its mlock does nothing).
+ */
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "test.h"
+
+#define TENSOR_BYTES	(3u << 20)
+
+/* A one-tensor safetensors file in a memfd; its path via /proc. */
+static int make_file(char *path, size_t len)
+{
+	static const char hdr[] =
+		"{\"w\":{\"dtype\":\"U8\",\"shape\":[3145728],"
+		"\"data_offsets\":[0,3145728]}}";
+	uint64_t n = sizeof(hdr) - 1;
+	unsigned char *data = malloc(TENSOR_BYTES);
+	int fd = memfd_create("st-load-locked", MFD_CLOEXEC);
+
+	if (fd < 0 || !data)
+		FAIL("memfd_create or malloc: %s", strerror(errno));
+	for (uint32_t i = 0; i < TENSOR_BYTES; i++)
+		data[i] = (unsigned char)(i * 7 + 1);
+	if (write(fd, &n, 8) != 8 || write(fd, hdr, n) != (ssize_t)n ||
+	    write(fd, data, TENSOR_BYTES) != TENSOR_BYTES)
+		FAIL("write: %s", strerror(errno));
+	free(data);
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* Size:, Rss: and Locked: (kB) of the smaps entry starting at addr. */
+static int smaps_of(const void *addr, long *size, long *rss, long *locked)
+{
+	char line[512];
+	int in = 0, found = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (!f)
+		FAIL("/proc/self/smaps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+
+		/* A mapping's first line: "start-end perms ..." */
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			in = start == (unsigned long)addr;
+			found |= in;
+			continue;
+		}
+		if (!in)
+			continue;
+		sscanf(line, "Size: %ld kB", size);
+		sscanf(line, "Rss: %ld kB", rss);
+		sscanf(line, "Locked: %ld kB", locked);
+	}
+	fclose(f);
+	return found;
+}
+
+int main(void)
+{
+	struct pin_dev *dev;
+	struct pin_st *ck;
+	long size = -1, rss = -1, locked = -1;
+	struct pin_st_tensor t;
+	struct pin_io_stats st;
+	struct pin_region *r;
+	char path[64];
+	void *map;
+	int fd;
+
+#ifdef __SANITIZE_ADDRESS__
+	SKIP("ASan's mlock does nothing: run the plain build");
+#endif
+	dev = t_open(PIN_BACKEND_PORTABLE);
+	ck = pin_st_new();
+	fd = make_file(path, sizeof(path));
+	CHECK_OK(pin_st_load(ck, dev, path, NULL), pin_st_error(ck));
+	CHECK_OK(pin_st_stats(ck, &st), pin_st_error(ck));
+	CHECK_OK(pin_st_find(ck, "w", &t), pin_st_error(ck));
+	EXPECT_EQ(t.nbytes, TENSOR_BYTES);
+	EXPECT_EQ(((unsigned char *)t.data)[TENSOR_BYTES - 1],
+		  (unsigned char)((TENSOR_BYTES - 1) * 7 + 1));
+	r = pin_st_region(ck, 0);
+	EXPECT_TRUE(r != NULL);
+	CHECK_OK(pin_region_map(r, &map), pin_region_error(r));
+	EXPECT_TRUE(smaps_of(map, &size, &rss, &locked));
+	printf("# owner mapping %p: Size %ld kB, Rss %ld kB, Locked %ld kB\n",
+	       map, size, rss, locked);
+	printf("# fixed_buffers %d, why: %s\n", st.fixed_buffers,
+	       st.fallback_reason);
+	EXPECT_TRUE(size > 0);
+	EXPECT_EQ(rss, size);
+	EXPECT_EQ(locked, size);
+	/* A small-page memfd is filled unregistered, a hugetlb one registered. */
+	if (!st.fixed_buffers)
+		EXPECT_CONTAINS(st.fallback_reason,
+				"pages fault in request by request, locked at seal");
+	pin_st_free(ck);
+	pin_close(dev);
+	close(fd);
+	return 0;
+}
