@@ -76,9 +76,12 @@ struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 /* Device ioctl wrapper: 0 or -errno, restarting on EINTR only if asked. */
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
-/* pin_region_map without locking a portable owner mapping (the caller
- * locks it later: pin_region_map or seal do). */
-int pin__region_map_unlocked(struct pin_region *r, void **addrp);
+/*
+ * The owner mapping for the caller to fill its first len bytes and then
+ * seal: pin_region_map, except that a portable small-page region is made
+ * present but left unlocked (the seal locks it; so does pin_region_map).
+ */
+int pin__region_map_to_fill(struct pin_region *r, void **addrp, uint64_t len);
 
 /* portable.c */
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,

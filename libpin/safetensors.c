@@ -7,14 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -683,52 +680,6 @@ static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
 }
 
 /* Load file index fi: header, region, data section, seal. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
-#endif
-
-/* Make [base, base + len) present; where the kernel cannot, reads fault. */
-static void *populate(void *arg)
-{
-	const struct iovec *range = arg;
-
-	madvise(range->iov_base, range->iov_len, MADV_POPULATE_WRITE);
-	return NULL;
-}
-
-/*
- * The region's owner mapping, for the load to fill. Making 4 KiB memfd
- * pages present is the costly part of a portable load (fault by fault);
- * locking them too, and again when the seal remaps the mapping read-only,
- * doubled it. So a portable small-page region is mapped unlocked, made
- * present by two threads at once (one per half) and locked by the seal
- * that ends the load, before the region is handed out. Device regions
- * and hugetlb memfds are mapped as usual.
- */
-static int map_for_load(struct pin_region *r, void **map, uint64_t span)
-{
-	struct iovec halves[2];
-	pthread_t helper;
-	int ret, helped;
-
-	if (r->backend != PIN_BACKEND_PORTABLE || r->hugetlb)
-		return pin_region_map(r, map);
-	ret = pin__region_map_unlocked(r, map);
-	if (ret)
-		return ret;
-	halves[0].iov_base = *map;
-	halves[0].iov_len = (span / 2) & ~(uint64_t)(PIN_IO_ALIGN - 1);
-	halves[1].iov_base = (char *)*map + halves[0].iov_len;
-	halves[1].iov_len = span - halves[0].iov_len;
-	helped = !pthread_create(&helper, NULL, populate, &halves[1]);
-	populate(&halves[0]);
-	if (helped)
-		pthread_join(helper, NULL);
-	else
-		populate(&halves[1]);
-	return 0;
-}
-
 static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		     const struct pin_io_opts *o, struct st_progress *prog)
 {
@@ -775,7 +726,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 			sf->path, (unsigned long long)span, pin_dev_error(dev));
 		goto out;
 	}
-	ret = map_for_load(r, &map, span);
+	ret = pin__region_map_to_fill(r, &map, span);
 	if (ret) {
 		st_fail(ck, ret, "%s: mapping its region: %s", sf->path,
 			pin_region_error(r));
