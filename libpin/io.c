@@ -39,8 +39,20 @@
 #define ALIGN_DOWN(x)	((x) & ~(uint64_t)(PIN_IO_ALIGN - 1))
 #define ALIGN_UP(x)	ALIGN_DOWN((x) + PIN_IO_ALIGN - 1)
 
-/* A registered buffer may span at most 1 GiB. */
+/* A registered buffer may span at most 1 GiB (io_uring's limit). */
 #define FIXED_MAX	(1ULL << 30)
+
+/*
+ * ...and fewer than 65536 pages. io_import_fixed() tells the block layer how
+ * many bvecs are left to the end of the registered buffer, bio->bi_vcnt
+ * keeps that in 16 bits, and where it wraps to 1 Linux 6.1 and 6.12 skip
+ * the bio's split and overrun the driver's scatterlist: kernel memory
+ * corruption (Documentation/kernel-bug-fixed-vcnt.md). With fewer than
+ * 65536 pages per buffer the count never wraps, whatever the page size, the
+ * kernel's bvec per page or per folio, the request or the file layout. One
+ * page is kept spare for a buffer that does not start on a page boundary.
+ */
+#define FIXED_MAX_BVECS	65535ULL
 
 uint64_t pin__now_ns(void)
 {
@@ -286,6 +298,21 @@ static void engine_exit(struct engine *e)
 	free(e->slots);
 }
 
+/* Bytes one registered buffer may span: see FIXED_MAX_BVECS. */
+static uint64_t fixed_span_max(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t max = (FIXED_MAX_BVECS - 1) * (uint64_t)(page > 0 ? page : 4096);
+
+	return max < FIXED_MAX ? max : FIXED_MAX;
+}
+
+/* The span of each registered buffer of a read: whole requests only. */
+static uint64_t fixed_chunk(unsigned request_size)
+{
+	return fixed_span_max() / request_size * request_size;
+}
+
 /*
  * Register [base, base + len) as fixed buffers of `chunk` bytes each
  * (the last one shorter). Records why not on failure; never fails the I/O.
@@ -300,6 +327,12 @@ static void engine_register(struct engine *e, char *base, uint64_t len,
 
 	if (o->flags & PIN_IO_NO_FIXED) {
 		note_fallback(st, "fixed buffers not asked for");
+		return;
+	}
+	if (!chunk || chunk > fixed_span_max()) {
+		note_fallback(st, "fixed buffers: %llu bytes per buffer over %llu",
+			      (unsigned long long)chunk,
+			      (unsigned long long)fixed_span_max());
 		return;
 	}
 	n = (len + chunk - 1) / chunk;
@@ -510,7 +543,7 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 	unsigned i, idx;
 	int res, ret;
 
-	chunk = (FIXED_MAX / o->request_size) * o->request_size;
+	chunk = fixed_chunk(o->request_size);
 	engine_register(e, dst, ALIGN_UP(span), chunk, o, st);
 	for (;;) {
 		for (i = 0; i < e->nslots && next < end; i++) {

@@ -39,6 +39,13 @@
  * does; one completion takes at most one fault. What was injected is
  * printed to stderr at exit; uring_faults_injected(KIND) answers how many
  * since the last uring_faults_set().
+ *
+ * It also interposes io_uring_register_buffers to see the geometry of
+ * registered buffers: uring_faults_register(refuse) resets the record and,
+ * with refuse set, makes every registration fail with -EOPNOTSUPP (as 6.1
+ * refuses a pinmem mapping), so that no registered-buffer I/O reaches the
+ * kernel; uring_faults_register_max_pages() answers the most 4 KiB pages
+ * one registered buffer touched since (the kernel makes a bvec of each).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -453,6 +460,51 @@ int __io_uring_get_cqe(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
 	ret = fn(ring, cqe_ptr, submit, wait_nr, sigmask);
 	scan(ring);
 	return ret;
+}
+
+static struct {
+	int refuse;
+	unsigned long max_pages;
+} reg;
+
+void uring_faults_register(int refuse)
+{
+	pthread_mutex_lock(&lock);
+	reg.refuse = refuse;
+	reg.max_pages = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+unsigned long uring_faults_register_max_pages(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&lock);
+	n = reg.max_pages;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+int io_uring_register_buffers(struct io_uring *ring, const struct iovec *iov,
+			      unsigned nr_iovecs)
+{
+	static int (*fn)(struct io_uring *, const struct iovec *, unsigned);
+	unsigned long pages;
+	unsigned i;
+	int refuse;
+
+	if (!fn)
+		fn = real("io_uring_register_buffers");
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nr_iovecs; i++) {
+		pages = ((unsigned long)iov[i].iov_base % 4096 +
+			 iov[i].iov_len + 4095) / 4096;
+		if (pages > reg.max_pages)
+			reg.max_pages = pages;
+	}
+	refuse = reg.refuse;
+	pthread_mutex_unlock(&lock);
+	return refuse ? -EOPNOTSUPP : fn(ring, iov, nr_iovecs);
 }
 
 __attribute__((constructor)) static void init(void)
