@@ -7,6 +7,8 @@
 #   make deps       install the Debian packages the build and tests need
 #   make check      deps, build, host tests, then the guest suite on each kernel
 #   make demo       deps, build, then the demo in a guest
+#   make stress     the whole checkpoint-load matrix in a guest per kernel
+#                   (tests/io/load-matrix.py --full; hours under TCG)
 #   make install    libpin, header, pkg-config file, tools (PREFIX, DESTDIR)
 
 .DEFAULT_GOAL := all
@@ -47,7 +49,17 @@ demo: deps
 	$(MAKE) all
 	tests/vm/run /usr/bin/python3 libpin/python/demo.py
 
+# Every layout x backend x geometry of the load matrix, per kernel; the
+# guest gets room for a 600 MiB file and its region.
+stress: deps
+	$(MAKE) all
+	set -e; for k in $(KERNELS); do \
+		PINMEM_KERNEL=$$k PINMEM_VM_MEM=4096 PINMEM_VM_DISK_MB=2048 \
+		PINMEM_VM_TIMEOUT=21600 tests/vm/run tests/io/load-matrix.py \
+		--full /run/pinmem/scratch; \
+	done
+
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check demo clean install
+.PHONY: all deps check demo stress clean install
