@@ -35,7 +35,8 @@ import time
 import numpy as np
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PINLOAD = os.path.join(TOP, "build", "bin", "pinload")
+PINLOAD = os.environ.get("PINMEM_PINLOAD",
+                         os.path.join(TOP, "build", "bin", "pinload"))
 MiB = 1 << 20
 
 
@@ -169,17 +170,26 @@ def run_case(case, path, timeout):
     if not case.fixed:
         cmd.insert(1, "--no-fixed")
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        # A load stuck in the kernel may not die: do not wait for it, so
+        # that the rig gets to its kernel checks.
+        p.kill()
+        try:
+            p.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
         return "timeout", "no result within %d s" % timeout, None
     dt = time.monotonic() - t0
     if p.returncode != 0:
-        return "fail", "pinload exited %d: %s" % (p.returncode, p.stderr.strip()[-300:]), None
+        return "fail", "pinload exited %d: %s" % (p.returncode, err.strip()[-300:]), None
     try:
-        r = json.loads(p.stdout.strip().splitlines()[-1])
+        r = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return "fail", "no JSON: %r" % p.stdout[-200:], None
+        return "fail", "no JSON: %r" % out[-200:], None
     if r.get("verify") != "ok":
         return "fail", "verify %s" % r.get("verify"), r
     if r.get("backend") != case.backend:
