@@ -16,7 +16,9 @@
  * report gives medians and ratios. The in-process baselines read into a
  * pinned region allocated before their clock starts; libpin's own time is
  * given both for the transfer (io_ns) and end to end (allocation, pinning,
- * header, seal included).
+ * header, seal included). Each method's CPU time (user + system, every
+ * thread, and fio's as a child) is reported per GB moved; libpin's is that
+ * of the whole load, its transfer alone is not metered apart.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -44,6 +47,13 @@ struct series {
 	const char *name;
 	double v[MAX_RUNS];	/* GB/s */
 	int n;
+	double cpu[MAX_RUNS];	/* CPU seconds per GB */
+	int ncpu;
+};
+
+/* CPU time of this process (all threads) and its waited-for children. */
+struct cpu_mark {
+	double self, children;
 };
 
 struct cfg {
@@ -85,10 +95,41 @@ static int drop_caches(void)
 	return 0;
 }
 
+static double cpu_seconds(int who)
+{
+	struct rusage ru;
+
+	if (getrusage(who, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void cpu_start(struct cpu_mark *m)
+{
+	m->self = cpu_seconds(RUSAGE_SELF);
+	m->children = cpu_seconds(RUSAGE_CHILDREN);
+}
+
+/* CPU seconds since the mark, per GB of bytes moved. */
+static double cpu_per_gb(const struct cpu_mark *m, uint64_t bytes)
+{
+	double used = cpu_seconds(RUSAGE_SELF) - m->self +
+		      cpu_seconds(RUSAGE_CHILDREN) - m->children;
+
+	return bytes ? used / ((double)bytes / 1e9) : 0;
+}
+
 static void add(struct series *s, double gbps)
 {
 	if (s->n < MAX_RUNS)
 		s->v[s->n++] = gbps;
+}
+
+static void add_cpu(struct series *s, double cpu_s_per_gb)
+{
+	if (s->ncpu < MAX_RUNS)
+		s->cpu[s->ncpu++] = cpu_s_per_gb;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -98,15 +139,20 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double median(const struct series *s)
+static double median_of(const double *in, int n)
 {
 	double v[MAX_RUNS];
 
-	if (!s->n)
+	if (!n)
 		return 0;
-	memcpy(v, s->v, sizeof(double) * (size_t)s->n);
-	qsort(v, (size_t)s->n, sizeof(double), cmp_d);
-	return s->n % 2 ? v[s->n / 2] : (v[s->n / 2 - 1] + v[s->n / 2]) / 2;
+	memcpy(v, in, sizeof(double) * (size_t)n);
+	qsort(v, (size_t)n, sizeof(double), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double median(const struct series *s)
+{
+	return median_of(s->v, s->n);
 }
 
 /* Run fio, return its bandwidth in bytes/s for the section ("read"/"write"). */
@@ -291,6 +337,44 @@ static double mmap_load(const char *file, void *dst, uint64_t size)
 	return (double)size / ((double)(now_ns() - t0) / 1e9);
 }
 
+static int prep_cold(struct cfg *c)
+{
+	int ret = drop_caches();
+
+	if (ret)
+		c->cold = 0;
+	return ret;
+}
+
+enum baseline { BASE_FIO, BASE_FIO_FIXED, BASE_PREAD, BASE_MMAP };
+
+/* One cold run of a baseline load: its GB/s and CPU seconds per GB. */
+static void baseline_load(struct cfg *c, struct series *s, enum baseline how,
+			  const char *file, void *dst, uint64_t size)
+{
+	struct cpu_mark m;
+	double bps = -1;
+
+	prep_cold(c);
+	cpu_start(&m);
+	switch (how) {
+	case BASE_FIO:
+		bps = fio_load(c, file, size, 0);
+		break;
+	case BASE_FIO_FIXED:
+		bps = fio_load(c, file, size, 1);
+		break;
+	case BASE_PREAD:
+		bps = pread_load(file, dst, size, c->req);
+		break;
+	case BASE_MMAP:
+		bps = mmap_load(file, dst, size);
+		break;
+	}
+	add_cpu(s, cpu_per_gb(&m, size));
+	add(s, bps / 1e9);
+}
+
 static void report(const struct cfg *c, const char *what, const char *file,
 		   uint64_t size, struct series *s, int ns, int base,
 		   const char *extra)
@@ -314,7 +398,15 @@ static void report(const struct cfg *c, const char *what, const char *file,
 			printf("%s\"%s\":%.3f", i ? "," : "", s[i].name,
 			       median(&s[base]) > 0 ?
 			       median(&s[i]) / median(&s[base]) : 0);
-		printf("}},\"note\":");
+		printf("}},\"median_cpu_s_per_gb\":{");
+		for (i = 0; i < ns; i++) {
+			printf("%s\"%s\":", i ? "," : "", s[i].name);
+			if (s[i].ncpu)
+				printf("%.3f", median_of(s[i].cpu, s[i].ncpu));
+			else
+				printf("null");
+		}
+		printf("},\"note\":");
 		json_str(stdout, extra);
 		printf("}\n");
 		return;
@@ -326,27 +418,23 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	if (c->read_ahead_kb >= 0)
 		printf("  disk read-ahead %ld KiB (the request size of the page cache's reads)\n",
 		       c->read_ahead_kb);
-	printf("  %-31s %10s %10s   runs (GB/s)\n", "method", "median", "ratio");
+	printf("  %-31s %10s %10s %9s   runs (GB/s)\n", "method", "median",
+	       "ratio", "CPU s/GB");
 	for (i = 0; i < ns; i++) {
 		int k;
 
 		printf("  %-31s %8.3f GB/s %6.2fx  ", s[i].name, median(&s[i]),
 		       median(&s[base]) > 0 ? median(&s[i]) / median(&s[base]) : 0);
+		if (s[i].ncpu)
+			printf("%8.3f ", median_of(s[i].cpu, s[i].ncpu));
+		else
+			printf("%8s ", "-");
 		for (k = 0; k < s[i].n; k++)
 			printf(" %.2f", s[i].v[k]);
 		printf("\n");
 	}
 	printf("  (ratios to %s)%s%s\n", s[base].name, extra[0] ? "\n  " : "",
 	       extra);
-}
-
-static int prep_cold(struct cfg *c)
-{
-	int ret = drop_caches();
-
-	if (ret)
-		c->cold = 0;
-	return ret;
 }
 
 static int bench_load(struct cfg *c, const char *file)
@@ -410,13 +498,16 @@ static int bench_load(struct cfg *c, const char *file)
 		for (b = 0; b < c->nbackends; b++) {
 			struct pin_st *ck = pin_st_new();
 			struct pin_io_stats st;
+			struct cpu_mark m;
 
 			prep_cold(c);
+			cpu_start(&m);
 			if (pin_st_load(ck, devs[b], file, &o) &&
 			    pin_st_load(ck, devs[b], file, &o)) {
 				fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
 				return 1;
 			}
+			add_cpu(&s[i_e2e[b]], cpu_per_gb(&m, size));
 			pin_st_stats(ck, &st);
 			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
 			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
@@ -426,14 +517,11 @@ static int bench_load(struct cfg *c, const char *file)
 					 st.fallback_reason);
 			pin_st_free(ck);
 		}
-		prep_cold(c);
-		add(&s[i_fio], fio_load(c, file, size, 0) / 1e9);
-		prep_cold(c);
-		add(&s[i_fio_fixed], fio_load(c, file, size, 1) / 1e9);
-		prep_cold(c);
-		add(&s[i_pread], pread_load(file, dst, size, c->req) / 1e9);
-		prep_cold(c);
-		add(&s[i_mmap], mmap_load(file, dst, size) / 1e9);
+		baseline_load(c, &s[i_fio], BASE_FIO, file, NULL, size);
+		baseline_load(c, &s[i_fio_fixed], BASE_FIO_FIXED, file, NULL,
+			      size);
+		baseline_load(c, &s[i_pread], BASE_PREAD, file, dst, size);
+		baseline_load(c, &s[i_mmap], BASE_MMAP, file, dst, size);
 	}
 	report(c, "load", file, size, s, ns, i_fio, fb);
 	if (!c->json) {
@@ -500,13 +588,16 @@ static int bench_save(struct cfg *c, const char *out)
 	s[3].name = "fio O_DIRECT + fsync, fixedbufs";
 	for (run = 0; run < c->runs; run++) {
 		struct pin_io_stats st;
+		struct cpu_mark m;
 
 		unlink(out);
 		prep_cold(c);
+		cpu_start(&m);
 		if (pin_st_save(ck, out, t, NT, NULL, NULL, 0, &o)) {
 			fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
 			return 1;
 		}
+		add_cpu(&s[1], cpu_per_gb(&m, size));
 		pin_st_stats(ck, &st);
 		add(&s[0], (double)st.bytes / (double)st.io_ns);
 		add(&s[1], (double)st.bytes / (double)st.ns);
@@ -516,10 +607,14 @@ static int bench_save(struct cfg *c, const char *out)
 				 st.fallback_reason);
 		unlink(fiofile);
 		prep_cold(c);
+		cpu_start(&m);
 		add(&s[2], fio_save(c, fiofile, size, 0) / 1e9);
+		add_cpu(&s[2], cpu_per_gb(&m, size));
 		unlink(fiofile);
 		prep_cold(c);
+		cpu_start(&m);
 		add(&s[3], fio_save(c, fiofile, size, 1) / 1e9);
+		add_cpu(&s[3], cpu_per_gb(&m, size));
 	}
 	unlink(out);
 	unlink(fiofile);
