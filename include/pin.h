@@ -469,6 +469,24 @@ struct pin_region *pin_st_region(const struct pin_st *ck, size_t i);
 int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
 
 /*
+ * Where the last load's time went, summed over its files, one phase after
+ * the other: allocating the regions (on the device backend the kernel
+ * zeroes and pins the chunks here), making them present and locked to be
+ * filled (the portable backend's populate), moving the bytes (stats.io_ns)
+ * and sealing (with its remap). The rest of stats.ns is opening, parsing
+ * and bookkeeping. All zero after a save or a failed load's unreached
+ * phases.
+ */
+struct pin_st_phases {
+	uint64_t alloc_ns;
+	uint64_t pin_ns;
+	uint64_t transfer_ns;
+	uint64_t seal_ns;
+};
+
+int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases);
+
+/*
  * Write tensors (in the order given, back to back) and metadata (nmeta
  * key/value pairs, keys unique, may be 0) to path as a safetensors file
  * whose header is padded with spaces so the data section starts at a

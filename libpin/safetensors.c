@@ -107,6 +107,7 @@ struct pin_st {
 	struct st_file *files;
 	size_t nfiles;
 	struct pin_io_stats stats;
+	struct pin_st_phases phases;	/* of the last load */
 	char err[PIN_ERR_LEN];
 };
 
@@ -687,7 +688,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	struct st_file *sf = &ck->files[fi];
 	struct pin_io_stats st;
 	struct pin_region *r = NULL;
-	uint64_t t0 = pin__now_ns(), head, span, astart;
+	uint64_t t0 = pin__now_ns(), tp, head, span, astart;
 	size_t first = ck->n, i;
 	struct pin__file f;
 	void *map;
@@ -706,6 +707,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	astart = sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	head = sf->data_start - astart;
 	span = pin_io_span(sf->data_start, sf->data_len);
+	tp = pin__now_ns();
 	/* fallocate of a memfd may be interrupted (EINTR): try again. */
 	for (i = 0; i < 5; i++) {
 		ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN, 0, &r);
@@ -726,12 +728,15 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 			sf->path, (unsigned long long)span, pin_dev_error(dev));
 		goto out;
 	}
+	ck->phases.alloc_ns += pin__now_ns() - tp;
+	tp = pin__now_ns();
 	ret = pin__region_map_to_fill(r, &map, span);
 	if (ret) {
 		st_fail(ck, ret, "%s: mapping its region: %s", sf->path,
 			pin_region_error(r));
 		goto out;
 	}
+	ck->phases.pin_ns += pin__now_ns() - tp;
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
@@ -744,6 +749,8 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		st_fail(ck, ret, "%s", st.error);
 		goto out;
 	}
+	ck->phases.transfer_ns += st.io_ns;
+	tp = pin__now_ns();
 	ret = pin_seal(r);
 	if (ret) {
 		st_fail(ck, ret, "%s: sealing its region: %s", sf->path,
@@ -756,6 +763,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 			pin_region_error(r));
 		goto out;
 	}
+	ck->phases.seal_ns += pin__now_ns() - tp;
 	for (i = first; i < ck->n; i++) {
 		struct st_tensor *t = &ck->t[i];
 
@@ -969,6 +977,7 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		return st_fail(ck, -EBUSY, "checkpoint is not empty");
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
+	memset(&ck->phases, 0, sizeof(ck->phases));
 	ret = pin__io_opts(opts, &o, &ck->stats);
 	if (ret)
 		return st_fail(ck, ret, "%s", ck->stats.error);
@@ -1062,6 +1071,12 @@ struct pin_region *pin_st_region(const struct pin_st *ck, size_t i)
 int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats)
 {
 	*stats = ck->stats;
+	return 0;
+}
+
+int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases)
+{
+	*phases = ck->phases;
 	return 0;
 }
 
@@ -1337,6 +1352,7 @@ int pin_st_save(struct pin_st *ck, const char *path,
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	memset(&ck->phases, 0, sizeof(ck->phases));
 	ck->err[0] = 0;
 	ret = pin__io_opts(opts, &o, st);
 	if (ret)

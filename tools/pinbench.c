@@ -375,9 +375,55 @@ static void baseline_load(struct cfg *c, struct series *s, enum baseline how,
 	add(s, bps / 1e9);
 }
 
+/* libpin's load phases (pin_st_phases), in seconds. */
+#define NPHASES	4
+static const char *const phase_names[NPHASES] = {
+	"allocate", "pin", "transfer", "seal",
+};
+
+static void add_phases(struct series *ph, const struct pin_st *ck)
+{
+	struct pin_st_phases p;
+
+	pin_st_phases(ck, &p);
+	add(&ph[0], (double)p.alloc_ns / 1e9);
+	add(&ph[1], (double)p.pin_ns / 1e9);
+	add(&ph[2], (double)p.transfer_ns / 1e9);
+	add(&ph[3], (double)p.seal_ns / 1e9);
+}
+
+/* Medians of each backend's phases: JSON members, or lines of text. */
+static void report_phases(const struct cfg *c, const char *const *backend,
+			  struct series (*ph)[NPHASES])
+{
+	int b, k;
+
+	if (c->json)
+		printf(",\"phases_seconds\":{");
+	for (b = 0; b < 2 && backend[b]; b++) {
+		if (c->json)
+			printf("%s\"libpin %s\":{", b ? "," : "", backend[b]);
+		else
+			printf("  libpin %s, where the end to end time went (medians):",
+			       backend[b]);
+		for (k = 0; k < NPHASES; k++) {
+			if (c->json)
+				printf("%s\"%s\":%.6f", k ? "," : "",
+				       phase_names[k], median(&ph[b][k]));
+			else
+				printf("%s %s %.3f s", k ? "," : "",
+				       phase_names[k], median(&ph[b][k]));
+		}
+		printf(c->json ? "}" : "\n");
+	}
+	if (c->json)
+		printf("}");
+}
+
 static void report(const struct cfg *c, const char *what, const char *file,
 		   uint64_t size, struct series *s, int ns, int base,
-		   const char *extra)
+		   const char *extra, const char *const *phase_of,
+		   struct series (*ph)[NPHASES])
 {
 	int i;
 
@@ -406,7 +452,10 @@ static void report(const struct cfg *c, const char *what, const char *file,
 			else
 				printf("null");
 		}
-		printf("},\"note\":");
+		printf("}");
+		if (phase_of)
+			report_phases(c, phase_of, ph);
+		printf(",\"note\":");
 		json_str(stdout, extra);
 		printf("}\n");
 		return;
@@ -435,6 +484,8 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	}
 	printf("  (ratios to %s)%s%s\n", s[base].name, extra[0] ? "\n  " : "",
 	       extra);
+	if (phase_of)
+		report_phases(c, phase_of, ph);
 }
 
 static int bench_load(struct cfg *c, const char *file)
@@ -450,6 +501,8 @@ static int bench_load(struct cfg *c, const char *file)
 	int i_lib[2], i_e2e[2];
 	uint64_t size;
 	char names[4][64];
+	struct series ph[2][NPHASES];	/* per backend: seconds of each phase */
+	const char *phase_of[2] = { NULL, NULL };
 
 	if (stat(file, &sb) < 0) {
 		fprintf(stderr, "pinbench: %s: %s\n", file, strerror(errno));
@@ -458,6 +511,7 @@ static int bench_load(struct cfg *c, const char *file)
 	size = (uint64_t)sb.st_size;
 	c->read_ahead_kb = read_ahead_kb(file);
 	memset(s, 0, sizeof(s));
+	memset(ph, 0, sizeof(ph));
 	for (b = 0; b < c->nbackends; b++) {
 		int ret = pin_open(&devs[b], c->backends[b]);
 
@@ -508,6 +562,7 @@ static int bench_load(struct cfg *c, const char *file)
 				return 1;
 			}
 			add_cpu(&s[i_e2e[b]], cpu_per_gb(&m, size));
+			add_phases(ph[b], ck);
 			pin_st_stats(ck, &st);
 			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
 			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
@@ -523,7 +578,9 @@ static int bench_load(struct cfg *c, const char *file)
 		baseline_load(c, &s[i_pread], BASE_PREAD, file, dst, size);
 		baseline_load(c, &s[i_mmap], BASE_MMAP, file, dst, size);
 	}
-	report(c, "load", file, size, s, ns, i_fio, fb);
+	for (b = 0; b < c->nbackends; b++)
+		phase_of[b] = pin_backend_name(pin_dev_backend(devs[b]));
+	report(c, "load", file, size, s, ns, i_fio, fb, phase_of, ph);
 	if (!c->json) {
 		printf("  libpin (transfer) / fio: %.2f   / fio --fixedbufs: %.2f   / mmap+memcpy: %.2f\n",
 		       median(&s[i_lib[0]]) / median(&s[i_fio]),
@@ -618,7 +675,7 @@ static int bench_save(struct cfg *c, const char *out)
 	}
 	unlink(out);
 	unlink(fiofile);
-	report(c, "save", out, size, s, 4, 2, fb);
+	report(c, "save", out, size, s, 4, 2, fb, NULL, NULL);
 	pin_st_free(ck);
 	pin_region_free(r);
 	pin_close(dev);

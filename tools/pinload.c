@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,17 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* User + system time of every thread of this process. */
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void progress(void *arg, uint64_t done, uint64_t total)
@@ -234,10 +246,11 @@ int main(int argc, char **argv)
 	for (i = optind; i < argc; i++) {
 		struct pin_st *ck = pin_st_new();
 		struct pin_io_stats st;
+		struct pin_st_phases ph;
 		uint64_t bad = 0, chunks = 0, fbchunks = 0, bytes = 0;
 		const char *vres = NULL;
 		size_t f, t;
-		double secs;
+		double secs, cpu;
 		int ret;
 
 		if (!ck) {
@@ -246,7 +259,9 @@ int main(int argc, char **argv)
 		}
 		bar.t0 = now_ns();
 		bar.last = 0;
+		cpu = cpu_seconds();
 		ret = pin_st_load(ck, dev, argv[i], &o);
+		cpu = cpu_seconds() - cpu;
 		if (ret) {
 			fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
 			if (json) {
@@ -261,6 +276,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		pin_st_stats(ck, &st);
+		pin_st_phases(ck, &ph);
 		for (f = 0; f < pin_st_file_count(ck); f++) {
 			struct pin_region_info ri;
 
@@ -288,14 +304,19 @@ int main(int argc, char **argv)
 			printf(",\"backend\":\"%s\",\"files\":%zu,\"tensors\":%zu,"
 			       "\"tensor_bytes\":%llu,\"bytes_read\":%llu,"
 			       "\"seconds\":%.6f,\"gbps\":%.3f,"
-			       "\"transfer_seconds\":%.6f,\"direct\":%s,"
+			       "\"transfer_seconds\":%.6f,\"alloc_seconds\":%.6f,"
+			       "\"pin_seconds\":%.6f,\"seal_seconds\":%.6f,"
+			       "\"cpu_seconds\":%.6f,\"cpu_s_per_gb\":%.3f,"
+			       "\"direct\":%s,"
 			       "\"fixed_buffers\":%s,\"fallback_reason\":",
 			       pin_backend_name(pin_dev_backend(dev)),
 			       pin_st_file_count(ck), pin_st_count(ck),
 			       (unsigned long long)bytes,
 			       (unsigned long long)st.bytes, secs,
 			       secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0,
-			       (double)st.io_ns / 1e9,
+			       (double)st.io_ns / 1e9, (double)ph.alloc_ns / 1e9,
+			       (double)ph.pin_ns / 1e9, (double)ph.seal_ns / 1e9,
+			       cpu, st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0,
 			       st.direct ? "true" : "false",
 			       st.fixed_buffers ? "true" : "false");
 			json_str(stdout, st.fallback_reason);
@@ -323,6 +344,11 @@ int main(int argc, char **argv)
 			printf("  transfer alone: %.3f s, %.2f GB/s (the rest: allocating and pinning, header, seal)\n",
 			       (double)st.io_ns / 1e9,
 			       st.io_ns ? (double)st.bytes / (double)st.io_ns : 0.0);
+			printf("  phases: allocate %.3f s, pin %.3f s, transfer %.3f s, seal %.3f s; CPU %.3f s (%.3f s per GB)\n",
+			       (double)ph.alloc_ns / 1e9, (double)ph.pin_ns / 1e9,
+			       (double)ph.transfer_ns / 1e9,
+			       (double)ph.seal_ns / 1e9, cpu,
+			       st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0);
 			printf("  %s, %s, %llu requests of up to %u bytes, queue depth %u, %llu short, %llu retried\n",
 			       st.direct ? "O_DIRECT" : "buffered fallback",
 			       st.fixed_buffers ? "fixed buffers" : "no fixed buffers",
