@@ -18,16 +18,41 @@ B	:= $(TOP)/build
 PREFIX	?= /usr/local
 DESTDIR	?=
 
+# The project's one version (VERSION): the module, libpin's soname minor,
+# pin.h's PIN_VERSION_*, libpin.pc, the tools and the Python package.
+VERSION	:= $(shell cat $(TOP)/VERSION)
+VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+VERSION_MINOR := $(word 2,$(subst ., ,$(VERSION)))
+VERSION_PATCH := $(word 3,$(subst ., ,$(VERSION)))
+ifeq ($(VERSION_PATCH),)
+$(error VERSION must be MAJOR.MINOR.PATCH, not '$(VERSION)')
+endif
+
 # Kernels we build for and test on: labels understood by tests/vm/kernel.
 KERNELS	?= 6.1 6.12
 
 CC	?= cc
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-	-I$(TOP)/include
+	-I$(TOP)/include -I$(B)/include
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 
 all:
+
+# pin_version.h (included by pin.h) is written at parse time, and only when
+# its text changes, so that every compile of pin.h finds it up to date.
+PIN_VERSION_H := $(B)/include/pin_version.h
+$(shell mkdir -p $(B)/include && printf '%s\n' \
+	'/* SPDX-License-Identifier: MIT */' \
+	'/* Generated from VERSION by the Makefile: the version of libpin. */' \
+	'#ifndef PIN_VERSION_H' '#define PIN_VERSION_H' \
+	'#define PIN_VERSION_MAJOR $(VERSION_MAJOR)' \
+	'#define PIN_VERSION_MINOR $(VERSION_MINOR)' \
+	'#define PIN_VERSION_PATCH $(VERSION_PATCH)' \
+	'#define PIN_VERSION_STRING "$(VERSION)"' '#endif' \
+	>$(PIN_VERSION_H).tmp && \
+	{ cmp -s $(PIN_VERSION_H).tmp $(PIN_VERSION_H) && rm -f $(PIN_VERSION_H).tmp || \
+	  mv -f $(PIN_VERSION_H).tmp $(PIN_VERSION_H); })
 
 include kmod/kmod.mk
 include libpin/libpin.mk
