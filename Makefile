@@ -7,7 +7,11 @@
 #   make deps       install the Debian packages the build and tests need
 #   make check      deps, build, host tests, then the guest suite on each kernel
 #   make demo       deps, build, then the demo in a guest
-#   make install    libpin, header, pkg-config file, tools (PREFIX, DESTDIR)
+#   make install    libpin, headers, pkg-config file, man pages, tools
+#                   (PREFIX, DESTDIR); it says how to install the module
+#   make install-dkms  the module's source for DKMS, udev rule, modules-load.d
+#   make userland   libpin and the tools only (no module, no tests)
+#   make deb        the Debian packages, in build/deb/
 
 .DEFAULT_GOAL := all
 .SUFFIXES:
@@ -58,6 +62,14 @@ include kmod/kmod.mk
 include libpin/libpin.mk
 include tools/tools.mk
 include tests/tests.mk
+include deploy/deploy.mk
+
+userland: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
+
+install:
+	@echo "make install: libpin, its headers, man pages and the tools are in $(DESTDIR)$(PREFIX)."
+	@echo "The module: make install-dkms, then as root: groupadd --system pinmem;" \
+		"dkms install pinmem/$(VERSION); modprobe pinmem (or the Debian packages: make deb)."
 
 deps:
 	tests/deps.sh
@@ -75,4 +87,4 @@ demo: deps
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check demo clean install
+.PHONY: all deps check demo clean install userland
