@@ -29,7 +29,7 @@ $(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h include/pin.h $(B)
 # the same path.
 $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
 		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a include/pin.h include/uapi/pinmem.h \
-		$(PIN_VERSION_H) libpin/libpin.pc.in
+		$(PIN_VERSION_H) libpin/libpin.pc.in $(wildcard libpin/man/*)
 	rm -rf $(LIBPIN_DESTDIR)
 	$(MAKE) --no-print-directory install-libpin DESTDIR=$(LIBPIN_DESTDIR) PREFIX=/usr
 	@mkdir -p $(@D)
