@@ -46,17 +46,7 @@ all:
 # pin_version.h (included by pin.h) is written at parse time, and only when
 # its text changes, so that every compile of pin.h finds it up to date.
 PIN_VERSION_H := $(B)/include/pin_version.h
-$(shell mkdir -p $(B)/include && printf '%s\n' \
-	'/* SPDX-License-Identifier: MIT */' \
-	'/* Generated from VERSION by the Makefile: the version of libpin. */' \
-	'#ifndef PIN_VERSION_H' '#define PIN_VERSION_H' \
-	'#define PIN_VERSION_MAJOR $(VERSION_MAJOR)' \
-	'#define PIN_VERSION_MINOR $(VERSION_MINOR)' \
-	'#define PIN_VERSION_PATCH $(VERSION_PATCH)' \
-	'#define PIN_VERSION_STRING "$(VERSION)"' '#endif' \
-	>$(PIN_VERSION_H).tmp && \
-	{ cmp -s $(PIN_VERSION_H).tmp $(PIN_VERSION_H) && rm -f $(PIN_VERSION_H).tmp || \
-	  mv -f $(PIN_VERSION_H).tmp $(PIN_VERSION_H); })
+$(shell $(TOP)/libpin/gen-version-h $(TOP)/VERSION $(PIN_VERSION_H) >&2)
 
 include kmod/kmod.mk
 include libpin/libpin.mk
