@@ -9,7 +9,11 @@
 #   make demo       deps, build, then the demo in a guest
 #   make stress     the whole checkpoint-load matrix in a guest per kernel
 #                   (tests/io/load-matrix.py --full; hours under TCG)
-#   make install    libpin, header, pkg-config file, tools (PREFIX, DESTDIR)
+#   make install    libpin, headers, pkg-config file, man pages, tools
+#                   (PREFIX, DESTDIR); it says how to install the module
+#   make install-dkms  the module's source for DKMS, udev rule, modules-load.d
+#   make userland   libpin and the tools only (no module, no tests)
+#   make deb        the Debian packages, in build/deb/
 
 .DEFAULT_GOAL := all
 .SUFFIXES:
@@ -20,21 +24,44 @@ B	:= $(TOP)/build
 PREFIX	?= /usr/local
 DESTDIR	?=
 
+# The project's one version (VERSION): the module, libpin's soname minor,
+# pin.h's PIN_VERSION_*, libpin.pc, the tools and the Python package.
+VERSION	:= $(shell cat $(TOP)/VERSION)
+VERSION_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+VERSION_MINOR := $(word 2,$(subst ., ,$(VERSION)))
+VERSION_PATCH := $(word 3,$(subst ., ,$(VERSION)))
+ifeq ($(VERSION_PATCH),)
+$(error VERSION must be MAJOR.MINOR.PATCH, not '$(VERSION)')
+endif
+
 # Kernels we build for and test on: labels understood by tests/vm/kernel.
 KERNELS	?= 6.1 6.12
 
 CC	?= cc
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-	-I$(TOP)/include
+	-I$(TOP)/include -I$(B)/include
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=all
 
 all:
 
+# pin_version.h (included by pin.h) is written at parse time, and only when
+# its text changes, so that every compile of pin.h finds it up to date.
+PIN_VERSION_H := $(B)/include/pin_version.h
+$(shell $(TOP)/libpin/gen-version-h $(TOP)/VERSION $(PIN_VERSION_H) >&2)
+
 include kmod/kmod.mk
 include libpin/libpin.mk
 include tools/tools.mk
 include tests/tests.mk
+include deploy/deploy.mk
+
+userland: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
+
+install:
+	@echo "make install: libpin, its headers, man pages and the tools are in $(DESTDIR)$(PREFIX)."
+	@echo "The module: make install-dkms, then as root: groupadd --system pinmem;" \
+		"dkms install pinmem/$(VERSION); modprobe pinmem (or the Debian packages: make deb)."
 
 deps:
 	tests/deps.sh
@@ -62,4 +89,4 @@ stress: deps
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check demo stress clean install
+.PHONY: all deps check demo stress clean install userland

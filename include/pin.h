@@ -36,9 +36,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pin_version.h"	/* PIN_VERSION_MAJOR/_MINOR/_PATCH/_STRING */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * The version of the libpin that is running, "MAJOR.MINOR.PATCH" (the
+ * macros give the version compiled against). The project has one version:
+ * libpin's, pinmem.ko's (/sys/module/pinmem/version), the tools'.
+ */
+const char *pin_version(void);
 
 /* ---- Device ------------------------------------------------------------ */
 
@@ -49,15 +58,31 @@ struct pin_dev;
 #define PIN_BACKEND_PORTABLE	2	/* memfd, even when the device exists */
 
 /*
- * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem can be
- * opened (else portable; but a device whose ABI does not fit is -EPROTO,
- * not a silent fallback). The environment variable PIN_BACKEND=device|portable overrides
- * AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no device),
- * -EPROTO (module ABI too old or too new for this library), -ENOMEM,
- * -EINVAL (unknown backend).
+ * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem exists
+ * and the portable backend only when it does not (the module is not
+ * loaded): a device this user may not open (-EACCES/-EPERM) or whose ABI
+ * does not fit this library (-EPROTO) fails, it is never a silent
+ * downgrade. The environment variable PIN_BACKEND=auto|device|portable
+ * overrides AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no
+ * device), -EACCES/-EPERM, -EPROTO (module ABI too old or too new for this
+ * library), -ENODEV (something else at /dev/pinmem), -ENOMEM, -EINVAL
+ * (unknown backend, or a bad PIN_BACKEND).
  * On failure *devp is NULL and nothing is left open.
  */
 int pin_open(struct pin_dev **devp, int backend);
+/*
+ * pin_open, and on failure why in words with the command that fixes it
+ * (group membership, module version, "sudo modprobe pinmem") in why[len]
+ * (cut to fit; may be NULL). Tools print it as it is.
+ */
+int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len);
+/*
+ * Which backend the handle uses and why, in words: "device /dev/pinmem:
+ * pinmem.ko 0.2.0, ABI 1; ...", or "portable (memfd), no kernel
+ * arbitration: /dev/pinmem is absent: the pinmem module is not loaded
+ * (load it: sudo modprobe pinmem)". Valid while the handle is open.
+ */
+const char *pin_dev_backend_why(const struct pin_dev *dev);
 void pin_close(struct pin_dev *dev);
 int pin_dev_backend(const struct pin_dev *dev);	/* PIN_BACKEND_DEVICE/_PORTABLE */
 const char *pin_backend_name(int backend);		/* "device", "portable" */

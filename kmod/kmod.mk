@@ -1,46 +1,83 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# pinmem.ko for each kernel in KERNELS (labels of tests/vm/kernel), never
-# the running one: build/kmod/<label>/pinmem.ko. Each kernel builds in its
-# own directory, which mirrors the checkout's module sources through links
-# (the top-level Kbuild names the objects), since a 6.1 kbuild cannot put an
-# external module's objects anywhere but beside its sources.
+# pinmem.ko, built out of tree once per kernel, each in its own directory
+# under build/kmod/ that mirrors the checkout's module sources through
+# links (the top-level Kbuild names the objects), since a 6.1 kbuild cannot
+# put an external module's objects anywhere but beside its sources.
 #
-#   make KDIR=/path/to/kernel/build [KERNELS=label]   one custom build
-#   make kmod-lint                                    checkpatch + sparse
+#   make                       the kernels of KERNELS (labels of tests/vm/kernel,
+#                              default 6.1 6.12: build/kmod/<label>/) whose
+#                              headers are installed, and the running kernel
+#                              when /lib/modules/$(uname -r)/build exists and is
+#                              none of them (build/kmod/<release>/)
+#   make KDIR=/path/to/build   that kernel only: build/kmod/<its release>/
+#   make kmod-lint             checkpatch + sparse
 
 KMOD_SRCS := $(wildcard $(TOP)/kmod/*.c $(TOP)/kmod/*.h)
-KMOD_DEPS := $(KMOD_SRCS) $(TOP)/Kbuild $(TOP)/include/uapi/pinmem.h
+KMOD_DEPS := $(KMOD_SRCS) $(TOP)/Kbuild $(TOP)/include/uapi/pinmem.h $(TOP)/VERSION
 
 # The build directory of a label's kernel headers, if installed.
-kmod_kdir = $(if $(KDIR),$(KDIR),$(patsubst %/Makefile,%,$(wildcard \
-	$(shell $(TOP)/tests/vm/kernel $(1) build 2>/dev/null)/Makefile)))
+kmod_label_kdir = $(patsubst %/Makefile,%,$(wildcard \
+	$(shell $(TOP)/tests/vm/kernel $(1) build 2>/dev/null)/Makefile))
+# The release a prepared kernel build tree is for.
+kmod_release = $(shell cat $(1)/include/config/kernel.release 2>/dev/null)
 
-KMOD_LABELS := $(if $(KDIR),$(firstword $(KERNELS)),$(KERNELS))
-KMOD_HAVE := $(foreach k,$(KMOD_LABELS),$(if $(call kmod_kdir,$(k)),$(k)))
-KMOD_MISSING := $(filter-out $(KMOD_HAVE),$(KMOD_LABELS))
+KMOD_HEADERS_HINT := install that kernel's headers (Debian: apt-get install \
+linux-headers-RELEASE; make deps installs those of 6.1 and 6.12)
 
+# KMOD_BUILDS: name:kdir pairs, the name being build/kmod/<name>/.
+ifneq ($(KDIR),)
+ifeq ($(wildcard $(KDIR)/Makefile),)
+$(error pinmem.ko: KDIR=$(KDIR) is not a kernel build tree (no Makefile there): \
+$(KMOD_HEADERS_HINT), or point KDIR at a configured kernel source)
+endif
+KMOD_KDIR_RELEASE := $(call kmod_release,$(KDIR))
+ifeq ($(KMOD_KDIR_RELEASE),)
+$(error pinmem.ko: KDIR=$(KDIR) is not prepared for modules (no \
+include/config/kernel.release): $(KMOD_HEADERS_HINT), or run \
+`make modules_prepare` in that tree)
+endif
+KMOD_BUILDS := $(KMOD_KDIR_RELEASE):$(abspath $(KDIR))
+else
+KMOD_HAVE := $(foreach k,$(KERNELS),$(if $(call kmod_label_kdir,$(k)),$(k)))
+KMOD_MISSING := $(filter-out $(KMOD_HAVE),$(KERNELS))
+KMOD_BUILDS := $(foreach k,$(KMOD_HAVE),$(k):$(call kmod_label_kdir,$(k)))
+KMOD_RUNNING := $(shell uname -r)
+KMOD_RUNNING_KDIR := $(patsubst %/Makefile,%,$(wildcard /lib/modules/$(KMOD_RUNNING)/build/Makefile))
+ifneq ($(KMOD_RUNNING_KDIR),)
+ifeq ($(filter $(realpath $(KMOD_RUNNING_KDIR)),$(foreach k,$(KMOD_HAVE),$(realpath $(call kmod_label_kdir,$(k))))),)
+KMOD_BUILDS += $(KMOD_RUNNING):$(KMOD_RUNNING_KDIR)
+endif
+endif
 ifneq ($(KMOD_MISSING),)
-ifeq ($(KMOD_HAVE),)
-$(error pinmem.ko: no kernel headers for $(KMOD_MISSING) (make deps))
+ifeq ($(KMOD_BUILDS),)
+$(error pinmem.ko: no kernel headers for $(KMOD_MISSING): $(KMOD_HEADERS_HINT); \
+for any other kernel: make KDIR=/lib/modules/RELEASE/build)
 endif
-$(info pinmem.ko: skipping kernel(s) $(KMOD_MISSING): headers not installed)
+$(info pinmem.ko: skipping kernel(s) $(KMOD_MISSING): headers not installed (make deps))
+endif
 endif
 
-KMOD_KOS := $(foreach k,$(KMOD_HAVE),$(B)/kmod/$(k)/pinmem.ko)
+kmod_name = $(firstword $(subst :, ,$(1)))
+kmod_dir = $(lastword $(subst :, ,$(1)))
+KMOD_KOS := $(foreach b,$(KMOD_BUILDS),$(B)/kmod/$(call kmod_name,$(b))/pinmem.ko)
 
 all: $(KMOD_KOS)
 
-# Mirror the sources into a label's build directory.
+# Mirror the sources into a kernel's build directory.
 kmod_tree = mkdir -p $(1)/kmod && \
 	ln -sfn $(TOP)/Kbuild $(1)/Kbuild && \
+	ln -sfn $(TOP)/VERSION $(1)/VERSION && \
 	ln -sfn $(TOP)/include $(1)/include && \
 	find $(1)/kmod -maxdepth 1 -type l -delete && \
 	ln -sf $(KMOD_SRCS) $(1)/kmod/
 
-$(B)/kmod/%/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk
-	@$(call kmod_tree,$(@D))
-	$(MAKE) -C $(call kmod_kdir,$*) M=$(@D) modules
+define kmod_rule
+$(B)/kmod/$(call kmod_name,$(1))/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk
+	@$$(call kmod_tree,$$(@D))
+	$$(MAKE) -C $(call kmod_dir,$(1)) M=$$(@D) modules
+endef
+$(foreach b,$(KMOD_BUILDS),$(eval $(call kmod_rule,$(b))))
 
 CHECKPATCH_DIR := $(B)/checkpatch
 CHECKPATCH := $(CHECKPATCH_DIR)/checkpatch.pl

@@ -33,11 +33,14 @@ static const struct file_operations pinmem_dev_fops = {
 	.llseek		= noop_llseek,
 };
 
+/*
+ * No mode here: devtmpfs makes the node root's, 0600, and the packaged udev
+ * rule (debian/pinmem-dkms.udev) gives it to group pinmem, 0660.
+ */
 static struct miscdevice pinmem_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= "pinmem",
 	.fops	= &pinmem_dev_fops,
-	.mode	= 0666,
 };
 
 #define PINMEM_COUNTER(name, expr)					\
@@ -89,3 +92,4 @@ module_exit(pinmem_exit);
 
 MODULE_DESCRIPTION("Kernel-arbitrated pinned host memory");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(PINMEM_VERSION);

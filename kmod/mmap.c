@@ -31,6 +31,7 @@
 
 #include "compat.h"
 #include "pinmem.h"
+#include "trace.h"
 
 #define PINMEM_INSERT_BATCH	64
 
@@ -202,6 +203,9 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 
 	mutex_lock(&region->lock);
 	pinmem_rec_add(rec);
+	trace_pinmem_mmap(region->id, false, vma->vm_start,
+			  vma->vm_end - vma->vm_start, vma->vm_flags & VM_WRITE,
+			  region->state, 0);
 	mutex_unlock(&region->lock);
 	/* Counted: from here on the mmap cannot fail in this function. */
 	pinmem_prefault(vma, region, vma->vm_pgoff);
@@ -238,6 +242,9 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 		else
 			pinmem_vm_flags_clear(vma, VM_MAYWRITE);
 	}
+	trace_pinmem_mmap(region->id, true, vma->vm_start,
+			  vma->vm_end - vma->vm_start, vma->vm_flags & VM_WRITE,
+			  region->state, ret);
 	if (ret) {
 		mutex_unlock(&region->lock);
 		kfree(rec);

@@ -16,6 +16,7 @@
 #include <linux/string.h>
 
 #include "pinmem.h"
+#include "trace.h"
 
 #define PINMEM_CHUNK_PAGES	BIT(PINMEM_CHUNK_ORDER)
 
@@ -192,6 +193,7 @@ static void pinmem_region_release(struct kref *kref)
 	list_del(&region->node);
 	mutex_unlock(&pinmem_regions_lock);
 	atomic64_dec(&pinmem_totals.regions);
+	trace_pinmem_free(region->id, region->size);
 	pinmem_region_free(region);
 }
 
@@ -235,6 +237,8 @@ int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out)
 	list_add_tail(&region->node, &pinmem_regions);
 	mutex_unlock(&pinmem_regions_lock);
 	atomic64_inc(&pinmem_totals.regions);
+	trace_pinmem_alloc(region->id, size, region->nr_chunks,
+			   region->min_order, 0);
 	*out = region;
 	return 0;
 
@@ -247,6 +251,7 @@ err_reserve:
 	put_pid(region->owner_pid);
 	mutex_destroy(&region->lock);
 	kfree(region);
+	trace_pinmem_alloc(0, size, 0, 0, ret);
 	return ret;
 }
 

@@ -5,10 +5,12 @@
  * mapping can appear between a check and the transition it allows.
  */
 #include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/sched.h>
 #include <linux/wait.h>
 
 #include "pinmem.h"
+#include "trace.h"
 
 int pinmem_seal(struct pinmem_region *region)
 {
@@ -28,6 +30,7 @@ int pinmem_seal(struct pinmem_region *region)
 		ret = -EPERM;
 		break;
 	}
+	trace_pinmem_seal(region->id, ret, region->writable_view_mappings);
 	mutex_unlock(&region->lock);
 	return ret;
 }
@@ -50,6 +53,7 @@ int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms)
 {
 	long left = timeout_ms ? (long)msecs_to_jiffies(timeout_ms) :
 				 MAX_SCHEDULE_TIMEOUT;
+	u64 start_ns = ktime_get_ns();
 	bool waiting = false;
 	long t;
 	int ret;
@@ -90,6 +94,8 @@ int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms)
 	}
 	if (waiting)
 		region->donate_waiters--;
+	trace_pinmem_donate(region->id, ret, ktime_get_ns() - start_ns,
+			    region->view_mappings, flags & PINMEM_DONATE_WAIT);
 	mutex_unlock(&region->lock);
 	return ret;
 }
@@ -103,6 +109,7 @@ int pinmem_publish(struct pinmem_region *region)
 		region->state = PINMEM_STATE_SEALED;
 	else
 		ret = -EPERM;
+	trace_pinmem_publish(region->id, ret, region->state);
 	mutex_unlock(&region->lock);
 	return ret;
 }
@@ -116,6 +123,7 @@ int pinmem_reopen(struct pinmem_region *region)
 		region->state = PINMEM_STATE_OPEN;
 	else
 		ret = -EPERM;
+	trace_pinmem_reopen(region->id, ret, region->state);
 	mutex_unlock(&region->lock);
 	return ret;
 }

@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 
 #include "pinmem.h"
+#include "trace.h"
 
 static int pinmem_view_release(struct inode *inode, struct file *file)
 {
@@ -70,6 +71,8 @@ int pinmem_view_create(struct pinmem_region *region,
 		write_refused = true;
 	mutex_unlock(&region->lock);
 	atomic64_inc(&pinmem_totals.view_fds);
+	trace_pinmem_view_create(region->id, req->offset, req->length, write,
+				 write_refused ? -EPERM : 0);
 	if (write_refused) {
 		fput(file);	/* its release undoes the count */
 		return -EPERM;

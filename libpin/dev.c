@@ -5,10 +5,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <grp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <pin.h>
 #include <uapi/pinmem.h>
 
 #include "internal.h"
@@ -29,50 +34,117 @@ static int backend_from_env(int backend)
 	return -EINVAL;
 }
 
-/* *opened tells whether open() itself worked (AUTO falls back if not). */
-static int open_device(struct pin_dev *dev, int *opened)
+/* The words for "the module is not loaded", the same in every tool. */
+#define NO_MODULE_TEXT PINMEM_DEVICE_PATH " is absent: the pinmem module is not loaded (load it: sudo modprobe pinmem)"
+
+/* The loaded module's version, or "?" (older modules have none). */
+static void module_version(char *buf, size_t len)
+{
+	ssize_t n = -1;
+	int fd;
+
+	fd = open("/sys/module/pinmem/version", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		n = snprintf(buf, len, "?");
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* open() failing like this means no pinmem device is there at all. */
+static int device_absent(int err)
+{
+	return err == ENOENT || err == ENODEV || err == ENXIO;
+}
+
+/* Set the handle's error text as written (no errno words added). */
+static int fail_text(struct pin_dev *dev, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	pin__vfail(dev->err, 0, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int refused_text(struct pin_dev *dev, int err)
+{
+	struct group gr, *found = NULL;
+	char gbuf[1024];
+	struct stat st;
+
+	if (stat(PINMEM_DEVICE_PATH, &st) == 0 && st.st_gid == 0)
+		return fail_text(dev, -err,
+				 "open %s: %s: the device is root's only (mode %03o): install pinmem's udev rule (60-pinmem.rules: group pinmem, mode 0660), reload the module and join group pinmem (sudo usermod -aG pinmem $USER, then log in again); or ask for the portable backend, without kernel arbitration (PIN_BACKEND=portable)",
+				 PINMEM_DEVICE_PATH, strerror(err),
+				 (unsigned int)(st.st_mode & 0777));
+	if (stat(PINMEM_DEVICE_PATH, &st) != 0 ||
+	    getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &found) || !found)
+		found = NULL;
+	return fail_text(dev, -err,
+			 "open %s: %s: join group %s (sudo usermod -aG %s $USER, then log in again); or ask for the portable backend, without kernel arbitration (PIN_BACKEND=portable)",
+			 PINMEM_DEVICE_PATH, strerror(err),
+			 found ? found->gr_name : "pinmem",
+			 found ? found->gr_name : "pinmem");
+}
+
+static int open_device(struct pin_dev *dev)
 {
 	struct pinmem_version ver;
+	char modver[32];
 	int fd, ret;
 
-	*opened = 0;
 	fd = open(PINMEM_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return pin__fail(dev->err, -errno, "open %s",
+	if (fd < 0) {
+		ret = errno;
+		if (device_absent(ret))
+			return fail_text(dev, -ENOENT, NO_MODULE_TEXT);
+		if (ret == EACCES || ret == EPERM)
+			return refused_text(dev, ret);
+		return pin__fail(dev->err, -ret, "open %s",
 				 PINMEM_DEVICE_PATH);
-	*opened = 1;
+	}
 	memset(&ver, 0, sizeof(ver));
 	ret = pin__ioctl(fd, PINMEM_IOC_VERSION, &ver);
 	if (ret) {
 		close(fd);
 		/* Something else sits at the path: not our device. */
-		if (ret == -ENOTTY)
-			ret = -ENOENT;
-		return pin__fail(dev->err, ret, "%s: version query",
+		return pin__fail(dev->err, ret == -ENOTTY ? -ENODEV : ret,
+				 "%s does not answer as pinmem's device (version query)",
 				 PINMEM_DEVICE_PATH);
 	}
+	module_version(modver, sizeof(modver));
 	if (ver.abi_min_compat > PINMEM_ABI_VERSION ||
 	    ver.abi_version < PINMEM_ABI_MIN_COMPAT) {
 		close(fd);
-		return pin__fail(dev->err, -EPROTO,
-				 "%s: module ABI %u (serves libraries from ABI %u) does not fit this libpin (ABI %u, needs module ABI >= %u)",
-				 PINMEM_DEVICE_PATH, ver.abi_version,
-				 ver.abi_min_compat, PINMEM_ABI_VERSION,
-				 PINMEM_ABI_MIN_COMPAT);
+		return fail_text(dev, -EPROTO,
+				 "%s: module pinmem %s speaks ABI %u (serves libraries from ABI %u), this libpin %s speaks ABI %u (needs module ABI >= %u): install matching versions of the module and libpin (pinmem-dkms and libpin0 of one release), then reload the module (sudo modprobe -r pinmem && sudo modprobe pinmem)",
+				 PINMEM_DEVICE_PATH, modver, ver.abi_version,
+				 ver.abi_min_compat, PIN_VERSION_STRING,
+				 PINMEM_ABI_VERSION, PINMEM_ABI_MIN_COMPAT);
 	}
 	dev->fd = fd;
 	dev->abi_version = ver.abi_version;
 	dev->abi_min_compat = ver.abi_min_compat;
 	dev->chunk_size = ver.chunk_size;
 	dev->backend = PIN_BACKEND_DEVICE;
+	snprintf(dev->why, sizeof(dev->why),
+		 "device %s: pinmem.ko %s, ABI %u; the kernel arbitrates donation",
+		 PINMEM_DEVICE_PATH, modver, ver.abi_version);
 	return 0;
 }
 
-int pin_open(struct pin_dev **devp, int backend)
+int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
 {
 	struct pin_dev *dev;
 	int ret, want;
 
+	if (why && len)
+		why[0] = '\0';
 	if (!devp)
 		return -EINVAL;
 	*devp = NULL;
@@ -80,8 +152,11 @@ int pin_open(struct pin_dev **devp, int backend)
 	    backend != PIN_BACKEND_PORTABLE)
 		return -EINVAL;
 	want = backend_from_env(backend);
-	if (want < 0)
+	if (want < 0) {
+		if (why && len)
+			snprintf(why, len, "PIN_BACKEND must be auto, device or portable");
 		return want;
+	}
 
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
@@ -90,27 +165,45 @@ int pin_open(struct pin_dev **devp, int backend)
 	dev->chunk_size = PINMEM_CHUNK_SIZE;
 
 	if (want == PIN_BACKEND_DEVICE || want == PIN_BACKEND_AUTO) {
-		int opened;
-
-		ret = open_device(dev, &opened);
+		ret = open_device(dev);
 		/*
-		 * AUTO falls back when the device cannot be opened (absent,
-		 * no permission), never past a device that answers wrongly
-		 * (an ABI mismatch must be heard, not papered over).
+		 * AUTO falls back only when there is no device at all. A
+		 * device this user may not open, or whose ABI does not fit,
+		 * is an error to hear, never a silent downgrade to memory
+		 * whose donation nobody arbitrates.
 		 */
-		if (ret == 0 || want == PIN_BACKEND_DEVICE || opened) {
-			if (ret) {
-				free(dev);
-				return ret;
-			}
+		if (ret == 0) {
 			*devp = dev;
 			return 0;
 		}
+		if (want == PIN_BACKEND_DEVICE || ret != -ENOENT) {
+			if (why && len)
+				snprintf(why, len, "%s", dev->err);
+			free(dev);
+			return ret;
+		}
+		snprintf(dev->why, sizeof(dev->why),
+			 "portable (memfd), no kernel arbitration: %s",
+			 NO_MODULE_TEXT);
+	} else {
+		snprintf(dev->why, sizeof(dev->why),
+			 "portable (memfd), no kernel arbitration: asked for%s",
+			 backend == PIN_BACKEND_AUTO ? " by PIN_BACKEND" : "");
 	}
 	dev->backend = PIN_BACKEND_PORTABLE;
 	dev->err[0] = '\0';
 	*devp = dev;
 	return 0;
+}
+
+int pin_open(struct pin_dev **devp, int backend)
+{
+	return pin_open_why(devp, backend, NULL, 0);
+}
+
+const char *pin_dev_backend_why(const struct pin_dev *dev)
+{
+	return dev ? dev->why : "no device handle";
 }
 
 void pin_close(struct pin_dev *dev)

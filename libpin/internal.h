@@ -24,6 +24,7 @@ struct pin_dev {
 	uint32_t abi_min_compat;
 	uint64_t chunk_size;
 	char err[PIN_ERR_LEN];
+	char why[PIN_ERR_LEN];	/* which backend, and why (pin_dev_backend_why) */
 };
 
 struct pin_region {

@@ -1,10 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0
-# libpin: build/lib/libpin.so.0 (+ libpin.so), build/lib/libpin.a, and an
-# ASan+UBSan build build/lib-san/libpin.a for the tests. Every libpin/*.c is
-# part of the library, so files added by other parts are picked up.
+# libpin: build/lib/libpin.so.$(VERSION) (soname libpin.so.0, and the
+# libpin.so.0 and libpin.so links), build/lib/libpin.a, and an ASan+UBSan
+# build build/lib-san/libpin.a for the tests. Every libpin/*.c is part of
+# the library, so files added by other parts are picked up.
+#
+# Installed: the library in LIBDIR (PREFIX/lib, or /usr/lib/<multiarch> when
+# PREFIX is /usr, as Debian has it), the headers in PREFIX/include/pinmem/
+# (pin.h, pin_version.h, uapi/pinmem.h; libpin.pc adds that directory, so
+# `#include <pin.h>` keeps working), libpin.pc in LIBDIR/pkgconfig.
 
 LIBPIN_SRCS	:= $(sort $(wildcard libpin/*.c))
-LIBPIN_HDRS	:= include/pin.h include/uapi/pinmem.h $(wildcard libpin/*.h)
+LIBPIN_HDRS	:= include/pin.h include/uapi/pinmem.h $(PIN_VERSION_H) $(wildcard libpin/*.h)
+LIBPIN_SONAME	:= libpin.so.$(VERSION_MAJOR)
+LIBPIN_REAL	:= libpin.so.$(VERSION)
+MULTIARCH	:= $(shell $(CC) -print-multiarch 2>/dev/null)
+LIBDIR		?= $(if $(and $(filter /usr,$(PREFIX)),$(MULTIARCH)),/usr/lib/$(MULTIARCH),$(PREFIX)/lib)
+INCLUDEDIR	?= $(PREFIX)/include/pinmem
+LIBPIN_PC_SED	= -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+		  -e 's|@VERSION@|$(VERSION)|g'
 LIBPIN_OBJS	:= $(patsubst libpin/%.c,$(B)/obj/libpin/%.o,$(LIBPIN_SRCS))
 LIBPIN_SAN_OBJS	:= $(patsubst libpin/%.c,$(B)/obj-san/libpin/%.o,$(LIBPIN_SRCS))
 LIBPIN_LIBS	:= -ldl -luring
@@ -25,10 +38,13 @@ $(B)/obj-san/libpin/%.o: libpin/%.c $(LIBPIN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(LIBPIN_CFLAGS) $(SANFLAGS) -c -o $@ $<
 
-$(B)/lib/libpin.so.0: $(LIBPIN_OBJS) libpin/libpin.map
+$(B)/lib/$(LIBPIN_REAL): $(LIBPIN_OBJS) libpin/libpin.map
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,libpin.so.0 -Wl,--version-script=libpin/libpin.map \
+	$(CC) -shared -Wl,-soname,$(LIBPIN_SONAME) -Wl,--version-script=libpin/libpin.map \
 		-Wl,-z,defs -o $@ $(LIBPIN_OBJS) $(LIBPIN_LIBS)
+
+$(B)/lib/libpin.so.0: $(B)/lib/$(LIBPIN_REAL)
+	ln -sf $(LIBPIN_REAL) $@
 	ln -sf libpin.so.0 $(@D)/libpin.so	# -lpin links need it with the .so.0
 
 $(B)/lib/libpin.so: $(B)/lib/libpin.so.0
@@ -44,21 +60,20 @@ $(B)/lib-san/libpin.a: $(LIBPIN_SAN_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/lib/libpin.pc: libpin/libpin.pc.in
+$(B)/lib/libpin.pc: libpin/libpin.pc.in VERSION
 	@mkdir -p $(@D)
-	sed 's|@PREFIX@|$(PREFIX)|g' $< >$@
+	sed $(LIBPIN_PC_SED) $< >$@
 
 install: install-libpin
 install-libpin: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/uapi
-	install -m 0755 $(B)/lib/libpin.so.0 $(DESTDIR)$(PREFIX)/lib/
-	ln -sf libpin.so.0 $(DESTDIR)$(PREFIX)/lib/libpin.so
-	install -m 0644 $(B)/lib/libpin.a $(DESTDIR)$(PREFIX)/lib/
-	sed 's|@PREFIX@|$(PREFIX)|g' libpin/libpin.pc.in \
-		>$(DESTDIR)$(PREFIX)/lib/pkgconfig/libpin.pc
-	install -m 0644 include/pin.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0644 include/uapi/pinmem.h $(DESTDIR)$(PREFIX)/include/uapi/
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uapi
+	install -m 0644 $(B)/lib/$(LIBPIN_REAL) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIBPIN_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPIN_SONAME)
+	ln -sf $(LIBPIN_SONAME) $(DESTDIR)$(LIBDIR)/libpin.so
+	install -m 0644 $(B)/lib/libpin.a $(DESTDIR)$(LIBDIR)/
+	sed $(LIBPIN_PC_SED) libpin/libpin.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/libpin.pc
+	install -m 0644 include/pin.h $(PIN_VERSION_H) $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 include/uapi/pinmem.h $(DESTDIR)$(INCLUDEDIR)/uapi/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0644 libpin/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 libpin/man/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/

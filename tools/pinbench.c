@@ -513,13 +513,17 @@ static int bench_load(struct cfg *c, const char *file)
 	memset(s, 0, sizeof(s));
 	memset(ph, 0, sizeof(ph));
 	for (b = 0; b < c->nbackends; b++) {
-		int ret = pin_open(&devs[b], c->backends[b]);
+		char why[1024];
+		int ret = pin_open_why(&devs[b], c->backends[b], why, sizeof(why));
 
 		if (ret) {
-			fprintf(stderr, "pinbench: open %s backend: %s\n",
-				pin_backend_name(c->backends[b]), strerror(-ret));
+			fprintf(stderr, "pinbench: %s backend: %s\n",
+				pin_backend_name(c->backends[b]),
+				why[0] ? why : strerror(-ret));
 			return 1;
 		}
+		fprintf(stderr, "pinbench: backend %s\n",
+			pin_dev_backend_why(devs[b]));
 		snprintf(names[2 * b], sizeof(names[0]), "libpin %s (transfer)",
 			 pin_backend_name(pin_dev_backend(devs[b])));
 		snprintf(names[2 * b + 1], sizeof(names[0]), "libpin %s (end to end)",
@@ -694,7 +698,8 @@ static void usage(void)
 		"                      (load; save uses the first)\n"
 		"  --size N            save: bytes to write, K/M/G suffix (default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
-		"  --json              one JSON object\n",
+		"  --json              one JSON object\n"
+		"  --version           pinbench's and libpin's version\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
 
@@ -736,6 +741,7 @@ int main(int argc, char **argv)
 		{ "fio", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	struct cfg c = {
@@ -780,6 +786,10 @@ int main(int argc, char **argv)
 			break;
 		case 'f': c.fio = optarg; break;
 		case 'j': c.json = 1; break;
+		case 'V':
+			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
+			       pin_version());
+			return 0;
 		default:
 			usage();
 			return ch == 'h' ? 0 : 2;

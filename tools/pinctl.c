@@ -14,7 +14,8 @@
  * keeps no registry of regions: ls and holders need the module).
  *
  * JSON (one object on stdout; sizes and addresses are plain integers):
- *   info:    {"backend": "device"|"portable", "kernel_arbitration": bool,
+ *   info:    {"backend": "device"|"portable", "backend_why": "...",
+ *             "libpin_version": "0.2.0", "kernel_arbitration": bool,
  *             "abi_version": N, "abi_min_compat": N, "chunk_size": N,
  *             "max_total_bytes": N, "max_region_bytes": N (0: no limit),
  *             "total_bytes": N, "nr_regions": N, "nr_mappings": N,
@@ -58,10 +59,11 @@ static const char usage_text[] =
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
+"  --version           pinctl's and libpin's version\n"
 "  -h, --help          this text\n"
 "\n"
 "JSON:\n"
-"  info:    {backend, kernel_arbitration, abi_version, abi_min_compat,\n"
+"  info:    {backend, backend_why, libpin_version, kernel_arbitration, abi_version, abi_min_compat,\n"
 "            chunk_size, max_total_bytes, max_region_bytes, total_bytes,\n"
 "            nr_regions, nr_mappings, nr_view_fds}\n"
 "  ls:      {regions: [{id, size, chunks, fallback_chunks, min_order, state,\n"
@@ -108,22 +110,17 @@ static void prot_str(int prot, char out[4])
 /* Open the backend; for ls/holders the device is required. */
 static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 {
-	int ret = pin_open(devp, PIN_BACKEND_AUTO);
+	char why[1024];
+	int ret = pin_open_why(devp, PIN_BACKEND_AUTO, why, sizeof(why));
 
-	if (ret == -ENOENT) {
-		fprintf(stderr, "pinctl %s: no device: /dev/pinmem is absent (load pinmem.ko)\n",
-			cmd);
-		return EXIT_NODEV;
-	}
 	if (ret) {
-		fprintf(stderr, "pinctl %s: cannot open the backend: %s%s\n",
-			cmd, strerror(-ret), ret == -EPROTO ?
-			" (the module's ABI does not fit this libpin)" : "");
-		return EXIT_FAILED;
+		fprintf(stderr, "pinctl %s: %s\n", cmd,
+			why[0] ? why : strerror(-ret));
+		return ret == -ENOENT ? EXIT_NODEV : EXIT_FAILED;
 	}
 	if (need_device && pin_dev_backend(*devp) != PIN_BACKEND_DEVICE) {
-		fprintf(stderr, "pinctl %s: no device: the portable backend (memfd) has no kernel arbitration and no registry of regions; load pinmem.ko for /dev/pinmem\n",
-			cmd);
+		fprintf(stderr, "pinctl %s: no device: the portable backend keeps no registry of regions (backend: %s)\n",
+			cmd, pin_dev_backend_why(*devp));
 		pin_close(*devp);
 		*devp = NULL;
 		return EXIT_NODEV;
@@ -149,14 +146,16 @@ static int cmd_info(int json)
 	}
 	dev_backend = info.backend == PIN_BACKEND_DEVICE;
 	if (json) {
-		printf("{\"backend\": \"%s\", \"kernel_arbitration\": %s, "
+		printf("{\"backend\": \"%s\", \"backend_why\": ",
+		       pin_backend_name(info.backend));
+		json_str(stdout, pin_dev_backend_why(dev));
+		printf(", \"libpin_version\": \"%s\", \"kernel_arbitration\": %s, "
 		       "\"abi_version\": %u, \"abi_min_compat\": %u, "
 		       "\"chunk_size\": %" PRIu64 ", \"max_total_bytes\": %" PRIu64
 		       ", \"max_region_bytes\": %" PRIu64 ", \"total_bytes\": %" PRIu64
 		       ", \"nr_regions\": %" PRIu64 ", \"nr_mappings\": %" PRIu64
 		       ", \"nr_view_fds\": %" PRIu64 "}\n",
-		       pin_backend_name(info.backend),
-		       dev_backend ? "true" : "false", info.abi_version,
+		       pin_version(), dev_backend ? "true" : "false", info.abi_version,
 		       info.abi_min_compat, info.chunk_size,
 		       info.max_total_bytes, info.max_region_bytes,
 		       info.total_bytes, info.nr_regions, info.nr_mappings,
@@ -164,15 +163,17 @@ static int cmd_info(int json)
 	} else if (!dev_backend) {
 		human(info.chunk_size, a, sizeof(a));
 		printf("backend:          portable backend, no kernel arbitration\n"
-		       "                  (memfd: no /dev/pinmem; donate, publish, reopen\n"
-		       "                  and holders need pinmem.ko)\n"
-		       "chunk size:       %s\n", a);
+		       "                  (memfd: donate, publish, reopen and holders\n"
+		       "                  need pinmem.ko)\n"
+		       "why:              %s\n"
+		       "chunk size:       %s\n", pin_dev_backend_why(dev), a);
 	} else {
 		human(info.chunk_size, a, sizeof(a));
 		printf("backend:          device (/dev/pinmem), kernel arbitration\n"
+		       "why:              %s\n"
 		       "ABI:              %u (serves libraries from ABI %u)\n"
-		       "chunk size:       %s\n", info.abi_version,
-		       info.abi_min_compat, a);
+		       "chunk size:       %s\n", pin_dev_backend_why(dev),
+		       info.abi_version, info.abi_min_compat, a);
 		human(info.max_total_bytes, a, sizeof(a));
 		human(info.max_region_bytes, b, sizeof(b));
 		printf("max total:        %s\nmax per region:   %s\n",
@@ -379,6 +380,10 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("pinctl %s (libpin %s)\n", PIN_VERSION_STRING,
+			       pin_version());
+			return 0;
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return 0;

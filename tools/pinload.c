@@ -164,7 +164,9 @@ static void usage(void)
 		"  --request-size N    bytes per request, K/M suffix (default %u)\n"
 		"  --buffered          no O_DIRECT\n"
 		"  --no-fixed          no registered buffers\n"
-		"  --no-progress       no progress bar even on a terminal\n",
+		"  --no-progress       no progress bar even on a terminal\n"
+		"  --version           pinload's and libpin's version\n"
+		"The backend in use, and why, goes to stderr before the first load.\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
 
@@ -196,6 +198,7 @@ int main(int argc, char **argv)
 		{ "no-fixed", no_argument, NULL, 'F' },
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	struct pin_io_opts o = { 0 };
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
 	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
 	int status = 0, noprog = 0;
 	struct pin_dev *dev;
+	char why[1024];
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -226,6 +230,10 @@ int main(int argc, char **argv)
 		case 'B': o.flags |= PIN_IO_BUFFERED; break;
 		case 'F': o.flags |= PIN_IO_NO_FIXED; break;
 		case 'P': noprog = 1; break;
+		case 'V':
+			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
+			       pin_version());
+			return 0;
 		default:
 			usage();
 			return c == 'h' ? 0 : 2;
@@ -235,11 +243,12 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	c = pin_open(&dev, backend);
+	c = pin_open_why(&dev, backend, why, sizeof(why));
 	if (c) {
-		fprintf(stderr, "pinload: open backend: %s\n", strerror(-c));
+		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-c));
 		return 1;
 	}
+	fprintf(stderr, "pinload: backend %s\n", pin_dev_backend_why(dev));
 	bar.on = !json && !noprog && isatty(2);
 	o.progress = progress;
 	o.progress_arg = &bar;

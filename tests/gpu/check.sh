@@ -43,8 +43,9 @@ cudalib=-lcuda
 # may be missing on a GPU machine).
 srcs=$(ls libpin/*.c | grep -v -e '^libpin/io' -e '^libpin/safetensors')
 mkdir -p "$out"
+libpin/gen-version-h VERSION "$out/include/pin_version.h"
 ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \
-	-Iinclude -Ilibpin -DPIN_HAVE_CUDA_H -I"$cuda/include" \
+	-Iinclude -I"$out/include" -Ilibpin -DPIN_HAVE_CUDA_H -I"$cuda/include" \
 	-o "$out/bandwidth" tests/gpu/bandwidth.c $srcs \
 	-L"$libdir" $cudalib -ldl
 echo "check.sh: built $out/bandwidth (linked against $libdir)"

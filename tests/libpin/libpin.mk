@@ -10,6 +10,8 @@ LIBPIN_TEST_SRCS := $(sort $(wildcard tests/libpin/*.c))
 LIBPIN_TESTS	 := $(patsubst tests/libpin/%.c,$(B)/tests/libpin/%,$(LIBPIN_TEST_SRCS))
 LIBPIN_SAN_TESTS := $(patsubst tests/libpin/%.c,$(B)/tests/libpin-san/%,$(LIBPIN_TEST_SRCS))
 LIBPIN_DESTDIR	 := $(B)/destdir
+# The libdir `make install PREFIX=/usr` picks (multiarch on Debian).
+LIBPIN_DESTLIB	 := $(LIBPIN_DESTDIR)$(if $(MULTIARCH),/usr/lib/$(MULTIARCH),/usr/lib)
 
 all: $(LIBPIN_TESTS) $(LIBPIN_SAN_TESTS) $(B)/tests/libpin-installed/example-donate
 
@@ -26,13 +28,14 @@ $(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h include/pin.h $(B)
 # checkout. The rpath points into the staging root, which the guest sees at
 # the same path.
 $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
-		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a include/pin.h include/uapi/pinmem.h
+		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a include/pin.h include/uapi/pinmem.h \
+		$(PIN_VERSION_H) libpin/libpin.pc.in $(wildcard libpin/man/*)
 	rm -rf $(LIBPIN_DESTDIR)
 	$(MAKE) --no-print-directory install-libpin DESTDIR=$(LIBPIN_DESTDIR) PREFIX=/usr
 	@mkdir -p $(@D)
-	PKG_CONFIG_PATH=$(LIBPIN_DESTDIR)/usr/lib/pkgconfig \
+	PKG_CONFIG_PATH=$(LIBPIN_DESTLIB)/pkgconfig \
 	PKG_CONFIG_SYSROOT_DIR=$(LIBPIN_DESTDIR) \
-		sh -c '$(CC) -std=c11 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs libpin) -Wl,-rpath,$(LIBPIN_DESTDIR)/usr/lib'
+		sh -c '$(CC) -std=c11 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs libpin) -Wl,-rpath,$(LIBPIN_DESTLIB)'
 
 # Helpers the guest suite drives (not tests themselves).
 all: $(B)/tests/libpin-helpers/hold-region

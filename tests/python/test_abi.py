@@ -42,7 +42,8 @@ def c_layout(tmp):
     with open(src, "w") as f:
         f.write("\n".join(lines) + "\n")
     subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-I",
-                    os.path.join(TOP, "include"), "-o", exe, src],
+                    os.path.join(TOP, "include"), "-I",
+                    os.path.join(TOP, "build", "include"), "-o", exe, src],
                    check=True, capture_output=True)
     out = subprocess.run([exe], check=True, capture_output=True,
                          text=True).stdout

@@ -134,6 +134,9 @@ _st = c_void_p
 # name: (restype, argtypes). Every libpin function the binding calls.
 _PROTOTYPES = {
     "pin_open": (c_int, [POINTER(c_void_p), c_int]),
+    "pin_open_why": (c_int, [POINTER(c_void_p), c_int, c_char_p, c_size_t]),
+    "pin_dev_backend_why": (c_char_p, [_dev]),
+    "pin_version": (c_char_p, []),
     "pin_close": (None, [_dev]),
     "pin_dev_backend": (c_int, [_dev]),
     "pin_backend_name": (c_char_p, [c_int]),

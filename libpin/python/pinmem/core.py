@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import threading
+import warnings
 import weakref
 from collections import namedtuple
 
@@ -52,6 +53,13 @@ class BusyError(PinError):
     """EBUSY from seal or donate (or a view mapping while donated). .holders
     lists the mappings that held the region when it was refused (device
     backend), and the text names them: pid, command, address range."""
+
+
+class PortableBackendWarning(UserWarning):
+    """pinmem.open() fell back to the portable backend because /dev/pinmem
+    is absent: nothing arbitrates donation. Silence it with
+    warnings.simplefilter("ignore", pinmem.PortableBackendWarning), or ask
+    for open("portable") explicitly."""
 
 
 class ViewInUseError(RuntimeError):
@@ -169,14 +177,22 @@ class Device:
             raise ValueError("pinmem: backend must be 'auto', 'device' or "
                              "'portable', not %r" % (backend,))
         p = ctypes.c_void_p()
-        ret = lib.pin_open(ctypes.byref(p), code)
+        why = ctypes.create_string_buffer(1024)
+        ret = lib.pin_open_why(ctypes.byref(p), code, why, len(why))
         if ret < 0:
-            raise PinError(-ret, "open %s backend: %s" %
-                           (backend, os.strerror(-ret)))
+            raise PinError(-ret, _lib.text(why.value) or
+                           "open %s backend: %s" % (backend,
+                                                    os.strerror(-ret)))
         self._h = _Handle(p.value, lib.pin_close)
         self._lock = threading.Lock()
         self.backend = _lib.text(lib.pin_backend_name(
             lib.pin_dev_backend(p.value)))
+        #: which backend, and why, in libpin's words
+        self.backend_why = _lib.text(lib.pin_dev_backend_why(p.value))
+        if backend == "auto" and self.backend == "portable" and \
+                "PIN_BACKEND" not in self.backend_why:
+            warnings.warn("pinmem: " + self.backend_why,
+                          PortableBackendWarning, stacklevel=3)
 
     def _ptr(self):
         if not self._h.alive:
@@ -228,8 +244,11 @@ class Device:
 
 
 def open(backend="auto"):  # noqa: A001 - the API's name
-    """Open libpin: 'auto' (the device when /dev/pinmem opens, else the
-    portable backend; $PIN_BACKEND overrides), 'device' or 'portable'."""
+    """Open libpin: 'auto' (the device when /dev/pinmem exists, the
+    portable backend only when it does not, with a PortableBackendWarning;
+    a device this user may not open, or of another ABI, raises PinError
+    saying how to fix it; $PIN_BACKEND overrides), 'device' or 'portable'.
+    Device.backend names the backend, Device.backend_why says why."""
     return Device(backend)
 
 

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Never a silent downgrade: PIN_BACKEND_AUTO gives the portable backend only
+ * when /dev/pinmem is absent, and says so; a device this process may not
+ * open is -EACCES (or -EPERM) with words that name the group and the fix,
+ * for AUTO as for DEVICE; an openable device says its module version.
+ * Which of the three applies is decided from the device node, so the same
+ * program runs on the host (absent), in the guest as root (openable) and
+ * in the guest as an unprivileged user (refused: tests/guest.d/15-access).
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define EXPECT_STR_CONTAINS(text, part) do {				\
+	const char *_t = (text);					\
+	if (!strstr(_t, (part)))					\
+		FAIL("\"%s\" lacks \"%s\"", _t, (part));		\
+} while (0)
+
+#define NOT_LOADED "/dev/pinmem is absent: the pinmem module is not loaded (load it: sudo modprobe pinmem)"
+
+static void absent(void)
+{
+	struct pin_dev *dev;
+	char why[1024];
+
+	CHECK_OK(pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)), why);
+	EXPECT_EQ(pin_dev_backend(dev), PIN_BACKEND_PORTABLE);
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "portable (memfd), no kernel arbitration");
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), NOT_LOADED);
+	EXPECT_TRUE(why[0] == '\0');
+	pin_close(dev);
+	EXPECT_EQ(pin_open_why(&dev, PIN_BACKEND_DEVICE, why, sizeof(why)), -ENOENT);
+	EXPECT_TRUE(dev == NULL);
+	EXPECT_STR_CONTAINS(why, NOT_LOADED);
+}
+
+static void refused(void)
+{
+	struct pin_dev *dev = (struct pin_dev *)1;
+	char why[1024];
+	int ret;
+
+	ret = pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why));
+	if (ret != -EACCES && ret != -EPERM)
+		FAIL("AUTO on a device we may not open: %d (%s), want -EACCES", ret, why);
+	EXPECT_TRUE(dev == NULL);
+	EXPECT_STR_CONTAINS(why, "open /dev/pinmem: ");
+	EXPECT_STR_CONTAINS(why, "sudo usermod -aG ");
+	EXPECT_STR_CONTAINS(why, "PIN_BACKEND=portable");
+	/* Plain pin_open fails the same way. */
+	EXPECT_EQ(pin_open(&dev, PIN_BACKEND_AUTO), ret);
+	EXPECT_EQ(pin_open_why(&dev, PIN_BACKEND_DEVICE, why, sizeof(why)), ret);
+	/* Asked for by name, the portable backend still works, and says so. */
+	CHECK_OK(pin_open(&dev, PIN_BACKEND_PORTABLE), "portable");
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "portable (memfd), no kernel arbitration: asked for");
+	pin_close(dev);
+	setenv("PIN_BACKEND", "portable", 1);
+	CHECK_OK(pin_open(&dev, PIN_BACKEND_AUTO), "PIN_BACKEND=portable");
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "asked for by PIN_BACKEND");
+	pin_close(dev);
+	unsetenv("PIN_BACKEND");
+}
+
+static void openable(void)
+{
+	struct pin_dev *dev;
+	char why[1024], want[64];
+
+	CHECK_OK(pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)), why);
+	EXPECT_EQ(pin_dev_backend(dev), PIN_BACKEND_DEVICE);
+	snprintf(want, sizeof(want), "pinmem.ko %s, ABI ", pin_version());
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "device /dev/pinmem: ");
+	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), want);
+	pin_close(dev);
+}
+
+int main(void)
+{
+	char why[8] = "x";
+	struct pin_dev *dev;
+
+	unsetenv("PIN_BACKEND");
+	EXPECT_EQ(pin_open_why(NULL, PIN_BACKEND_AUTO, why, sizeof(why)), -EINVAL);
+	EXPECT_TRUE(why[0] == '\0');
+	if (access("/dev/pinmem", F_OK)) {
+		absent();
+	} else if (access("/dev/pinmem", R_OK | W_OK)) {
+		refused();
+	} else {
+		openable();
+	}
+	/* A cut text still ends in a NUL. */
+	setenv("PIN_BACKEND", "device", 1);
+	if (pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)) == 0)
+		pin_close(dev);
+	else
+		EXPECT_TRUE(strlen(why) < sizeof(why));
+	return 0;
+}
