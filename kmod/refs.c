@@ -111,9 +111,9 @@ static void pinmem_chunk_read(struct pinmem_region *region,
 
 	do {
 		r1 = folio_ref_count(folio);
-		smp_rmb();
+		smp_rmb();	/* the mapcount after the first refcount */
 		ptes = pinmem_folio_ptes(folio);
-		smp_rmb();
+		smp_rmb();	/* the second refcount after the mapcount */
 		r2 = folio_ref_count(folio);
 	} while (r1 != r2 && ++tries < 4);
 	c->extra = max_t(long, (long)max(r1, r2) - 1 - ptes, 0);
@@ -137,6 +137,7 @@ static long pinmem_chunk_outside(struct pinmem_region *region,
 
 static struct pinmem_chunk_refs *pinmem_refs_get(struct pinmem_region *region)
 {
+	/* Pairs with the release in pinmem_refs_make(): filled arrays. */
 	return smp_load_acquire(&region->refs);
 }
 
@@ -170,6 +171,7 @@ static struct pinmem_chunk_refs *pinmem_refs_make(struct pinmem_region *region)
 		pinmem_refs_destroy(refs);
 		return NULL;
 	}
+	/* Pairs with pinmem_refs_get(): readers see the arrays filled. */
 	smp_store_release(&region->refs, refs);
 	return refs;
 }

@@ -16,7 +16,8 @@ A ctypes binding over libpin (build/lib/libpin.so.0 of the checkout, or
 $PINMEM_LIBPIN, or the installed libpin.so.0). See README.md.
 """
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
-                   PinnedArray, Region, RegionInfo, ViewInUseError, open)
+                   PinnedArray, RefRange, Region, RegionInfo, ViewInUseError,
+                   open)
 from .dtypes import (HAVE_ML_DTYPES, as_format, bfloat16, float8_e4m3fn,
                      float8_e5m2, format_of)
 from .safetensors import Checkpoint, load_safetensors, save_safetensors
@@ -24,7 +25,7 @@ from ._lib import lib as _libpin
 
 LIBPIN_PATH = _libpin.pinmem_path
 
-__all__ = ["open", "Device", "Region", "PinnedArray", "Holder",
+__all__ = ["open", "Device", "Region", "PinnedArray", "Holder", "RefRange",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
            "ViewInUseError", "bfloat16", "float8_e4m3fn", "float8_e5m2",
            "HAVE_ML_DTYPES", "format_of", "as_format", "load_safetensors",
