@@ -140,6 +140,7 @@ static int op_change(struct history *h, int i)
 /* A child that changes its inherited copies and exits (or is killed). */
 static int op_fork(struct history *h)
 {
+	bool killed = rnd(h, 2);	/* decided before: the child knows */
 	pid_t pid = fork();
 
 	if (pid < 0)
@@ -147,11 +148,11 @@ static int op_fork(struct history *h)
 	if (pid == 0) {
 		for (int k = 0; k < 4 && h->n; k++)
 			op_change(h, (int)rnd(h, (unsigned int)h->n));
-		if (rnd(h, 4) == 0)
-			pause();	/* killed below */
+		if (killed)
+			pause();	/* until killed below */
 		_exit(0);
 	}
-	if (rnd(h, 2))
+	if (killed)
 		kill(pid, SIGKILL);
 	return waitpid(pid, NULL, 0) == pid ? 0 : -1;
 }
