@@ -7,7 +7,7 @@
  * This is also the canary for the invariant the reference count rests on
  * (one reference and one mapcount per page table entry for pinmem's
  * VM_MIXEDMAP pages): a kernel that counted them differently would fail
- * here first. Rounds: $PINMEM_CANARY_ROUNDS (default 1000), seeded by
+ * here first. Rounds: $PINMEM_CANARY_ROUNDS (default 300), seeded by
  * $PINMEM_CANARY_SEED (default: the time, printed).
  */
 #include <sys/uio.h>
@@ -191,7 +191,7 @@ TEST_F_TIMEOUT(canary, no_false_refusal, 900)
 {
 	const char *e = getenv("PINMEM_CANARY_ROUNDS");
 	const char *s = getenv("PINMEM_CANARY_SEED");
-	int rounds = e ? atoi(e) : 1000;
+	int rounds = e ? atoi(e) : 300;
 	int rfd = pm_alloc(self->env.dev, REGION);
 	char *o = pm_map(rfd, REGION, PROT_READ | PROT_WRITE, 0);
 	struct history h = {
