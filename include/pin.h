@@ -173,11 +173,16 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
 /*
  * State changes (see DESIGN.md). On -EBUSY the region's error text names
  * the holders: pid, command, address range and protection.
- *  pin_seal:    -EBUSY while a writable view mapping exists; -EPERM if
- *               donated.
- *  pin_donate:  -EBUSY while a view mapping exists (timeout_ms 0: no wait);
- *               with timeout_ms > 0 waits, then -ETIMEDOUT; -EINTR on a
- *               signal; timeout_ms < 0 waits without limit.
+ *  pin_seal:    -EBUSY while a writable view mapping exists, or references
+ *               taken through one remain (O_DIRECT still writing); -EPERM
+ *               if donated.
+ *  pin_donate:  -EBUSY while a view mapping exists, or while references
+ *               taken through views remain (see pin_refs; after a grace
+ *               of about 63 ms for transient ones) (timeout_ms 0: no
+ *               wait); with timeout_ms > 0 waits for both, then
+ *               -ETIMEDOUT; -EINTR on a signal (io_uring completions do
+ *               not interrupt it); timeout_ms < 0 waits without limit.
+ *               The error text names the views, or the referenced bytes.
  *  pin_publish: donated -> sealed, else -EPERM.
  *  pin_reopen:  donated -> open, else -EPERM.
  * On the portable backend donate/publish/reopen return -EOPNOTSUPP.
@@ -227,6 +232,65 @@ int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
 		 size_t cap);
 int pin_dev_holders(struct pin_dev *dev, uint64_t id,
 		    struct pin_holder *holders, size_t cap);
+
+/* ---- Page references ---------------------------------------------------- */
+
+/*
+ * Besides view mappings, a donation waits for page references taken
+ * through views that outlive them (module ABI 2): a pipe holding
+ * vmsplice'd pages, O_DIRECT in flight, an io_uring fixed buffer, a CUDA
+ * registration of a view. The owner's own references never block when
+ * they were taken before any view mapped those bytes; long-term ones it
+ * takes later over its owner mapping are declared with pin_region_expect
+ * (libpin does so itself for pin_cuda_register and for the fixed buffers
+ * of its reads), declared before registering, removed after:
+ *  PIN_EXPECT_PER_PAGE   one reference per 4 KiB page of the range
+ *                        (cuMemHostRegister, AF_XDP, RDMA);
+ *  PIN_EXPECT_PER_CHUNK  one per 2 MiB chunk the range touches (io_uring
+ *                        fixed buffers);
+ *  PIN_EXPECT_REMOVE     with one of them: take a declaration back.
+ * offset and length are page multiples within the region. -EINVAL for
+ * nonsense or removing more than was declared, -ENOSPC past the kernel's
+ * bound per chunk, -EOPNOTSUPP on the portable backend or a module
+ * before ABI 2.
+ */
+#define PIN_EXPECT_PER_PAGE	(1U << 0)
+#define PIN_EXPECT_PER_CHUNK	(1U << 1)
+#define PIN_EXPECT_REMOVE	(1U << 2)
+
+int pin_region_expect(struct pin_region *r, uint64_t offset, uint64_t length,
+		      unsigned flags);
+
+/*
+ * A run of the region's bytes referenced beyond their mappings and what
+ * the owner may hold: refs references, pinned of them DMA pins
+ * (FOLL_PIN), expected the owner's share. The kernel cannot say who holds
+ * them, only where and how.
+ */
+struct pin_ref_range {
+	uint64_t offset;	/* into the region */
+	uint64_t length;
+	uint64_t refs;
+	uint64_t pinned;
+	uint64_t expected;
+};
+
+/*
+ * The referenced runs of a region (pin_refs) or of a region by id
+ * (pin_dev_refs, visible as for pin_dev_holders). Fills up to cap runs,
+ * returns how many exist; -EOPNOTSUPP on the portable backend or a
+ * module before ABI 2.
+ */
+int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap);
+int pin_dev_refs(struct pin_dev *dev, uint64_t id,
+		 struct pin_ref_range *ranges, size_t cap);
+
+/*
+ * Format one run as "bytes [0 MiB, 2 MiB) referenced outside any mapping:
+ * 512 DMA pins (an io_uring fixed buffer, a CUDA registration or O_DIRECT
+ * through a view that is gone?)". Returns the length, -ENOSPC if cut.
+ */
+int pin_ref_format(const struct pin_ref_range *rr, char *buf, size_t len);
 
 /* ---- Views ------------------------------------------------------------- */
 

@@ -49,4 +49,35 @@ static inline struct task_struct *pinmem_mm_task(struct mm_struct *mm)
 #endif
 }
 
+/*
+ * Page table entries mapping any page of a chunk (a folio of any order).
+ * 6.12 keeps the total in _large_mapcount (folio_mapcount(), inline);
+ * 6.1's folio_mapcount() is not exported, so sum the pages' _mapcount
+ * there (pinmem chunks are never PMD-mapped: no entire mapcount).
+ */
+static inline long pinmem_folio_ptes(struct folio *folio)
+{
+#ifdef PINMEM_HAVE_FOLIO_LARGE_MAPCOUNT
+	return folio_mapcount(folio);
+#else
+	long i, n = folio_nr_pages(folio), sum = 0;
+
+	for (i = 0; i < n; i++)
+		sum += atomic_read(&folio_page(folio, i)->_mapcount) + 1;
+	return sum;
+#endif
+}
+
+/* FOLL_PIN pins of a large folio (exact); order 0 keeps no count. */
+static inline long pinmem_folio_pincount(struct folio *folio)
+{
+	if (!folio_test_large(folio))
+		return 0;
+#ifdef PINMEM_HAVE_FOLIO_PINCOUNT_PTR
+	return atomic_read(folio_pincount_ptr(folio));
+#else
+	return atomic_read(&folio->_pincount);
+#endif
+}
+
 #endif /* _PINMEM_COMPAT_H */

@@ -7,6 +7,7 @@
 #include <linux/err.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/log2.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -218,6 +219,70 @@ static int pinmem_ioc_holders(struct pinmem_region *region, void __user *arg)
 	return pinmem_holders(region, &q, arg);
 }
 
+/* REFS for a region already found; q has been validated. */
+static int pinmem_refs(struct pinmem_region *region, struct pinmem_refs *q,
+		       void __user *arg)
+{
+	u32 filled, count;
+	void *buf;
+	int ret = 0;
+
+	buf = pinmem_snapshot(pinmem_refs_snapshot, region,
+			      sizeof(struct pinmem_ref_range), q->capacity,
+			      &filled, &count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	if (copy_to_user(u64_to_user_ptr(q->ranges_ptr), buf,
+			 array_size(filled, sizeof(struct pinmem_ref_range))))
+		ret = -EFAULT;
+	kvfree(buf);
+	if (ret)
+		return ret;
+	q->count = count;
+	return copy_to_user(arg, q, sizeof(*q)) ? -EFAULT : 0;
+}
+
+/* REFS on the device fd (by id, visible as for HOLDERS) or on a region or
+ * view fd (region_id 0).
+ */
+static int pinmem_ioc_refs(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_refs q;
+	int ret;
+
+	if (copy_from_user(&q, arg, sizeof(q)))
+		return -EFAULT;
+	if (q.reserved || (region && q.region_id))
+		return -EINVAL;
+	if (region)
+		return pinmem_refs(region, &q, arg);
+	region = pinmem_region_get_by_id(q.region_id);
+	if (!region)
+		return -ENOENT;
+	ret = pinmem_region_visible(region) ? pinmem_refs(region, &q, arg) :
+					      -ENOENT;
+	pinmem_region_put(region);
+	return ret;
+}
+
+static int pinmem_ioc_expect(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_expect e;
+	u32 kind;
+
+	if (copy_from_user(&e, arg, sizeof(e)))
+		return -EFAULT;
+	kind = e.flags & (PINMEM_EXPECT_PER_PAGE | PINMEM_EXPECT_PER_CHUNK);
+	if (e.flags & ~PINMEM_EXPECT_FLAGS || e.pad || e.reserved ||
+	    !is_power_of_2(kind))
+		return -EINVAL;
+	if (!e.length || !PAGE_ALIGNED(e.offset) || !PAGE_ALIGNED(e.length))
+		return -EINVAL;
+	if (e.offset > region->size || e.length > region->size - e.offset)
+		return -EINVAL;
+	return pinmem_refs_expect(region, &e);
+}
+
 static int pinmem_ioc_info(struct pinmem_region *region, void __user *arg)
 {
 	struct pinmem_region_info info;
@@ -302,6 +367,8 @@ long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pinmem_ioc_list(uarg);
 	case PINMEM_IOC_HOLDERS:
 		return pinmem_ioc_holders_by_id(uarg);
+	case PINMEM_IOC_REFS:
+		return pinmem_ioc_refs(NULL, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -322,6 +389,10 @@ long pinmem_region_ioctl(struct file *file, unsigned int cmd,
 		return pinmem_ioc_view(region, uarg);
 	case PINMEM_IOC_HOLDERS:
 		return pinmem_ioc_holders(region, uarg);
+	case PINMEM_IOC_REFS:
+		return pinmem_ioc_refs(region, uarg);
+	case PINMEM_IOC_EXPECT:
+		return pinmem_ioc_expect(region, uarg);
 	case PINMEM_IOC_SEAL:
 	case PINMEM_IOC_DONATE:
 	case PINMEM_IOC_PUBLISH:
@@ -346,6 +417,8 @@ long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pinmem_ioc_view_info(view, uarg);
 	case PINMEM_IOC_HOLDERS:
 		return pinmem_ioc_holders(view->region, uarg);
+	case PINMEM_IOC_REFS:
+		return pinmem_ioc_refs(view->region, uarg);
 	default:
 		return -ENOTTY;
 	}

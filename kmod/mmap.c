@@ -214,10 +214,12 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 
 /*
  * View admission, under the region lock: refused while DONATED or while a
- * DONATE waits (EBUSY); a read-write mapping only while OPEN (EPERM), and
+ * DONATE waits (EBUSY), a writable one while a SEAL waits for references
+ * (EBUSY); a read-write mapping only while OPEN (EPERM), and
  * when the region is not OPEN VM_MAYWRITE goes, so mprotect cannot add
  * write later. A read-write view fd mapped read-only while OPEN keeps
  * VM_MAYWRITE and counts as writable, as memfd's F_SEAL_WRITE does.
+ * Admitted, its chunks are marked for the reference checks (refs.c).
  */
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -241,7 +243,13 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 			ret = -EPERM;
 		else
 			pinmem_vm_flags_clear(vma, VM_MAYWRITE);
+	} else if (region->seal_waiters && vma->vm_flags & VM_MAYWRITE) {
+		ret = -EBUSY;	/* a SEAL waits for writers' references */
 	}
+	if (!ret)
+		ret = pinmem_refs_taint(region, view->pgoff + vma->vm_pgoff,
+					vma_pages(vma),
+					vma->vm_flags & VM_MAYWRITE);
 	trace_pinmem_mmap(region->id, true, vma->vm_start,
 			  vma->vm_end - vma->vm_start, vma->vm_flags & VM_WRITE,
 			  region->state, ret);

@@ -45,12 +45,22 @@ struct pinmem_region {
 	struct mutex lock;
 	u32 state;			/* PINMEM_STATE_* */
 	u32 donate_waiters;		/* DONATE calls waiting for views to go */
+	u32 seal_waiters;		/* SEAL calls waiting for references */
 	u64 owner_mappings;
 	u64 view_mappings;
 	u64 writable_view_mappings;
 	u64 view_fds;
 	struct list_head holders;	/* struct pinmem_holder_rec */
 	wait_queue_head_t donate_wq;	/* woken when view_mappings drops to 0 */
+	struct pinmem_chunk_refs *refs;	/* refs.c; made on first need */
+};
+
+/* A wait of DONATE or SEAL (wait.c). */
+struct pinmem_wait {
+	unsigned long deadline;		/* jiffies */
+	bool forever;			/* no deadline */
+	bool killable;			/* only a fatal signal ends it */
+	bool deferred;			/* a task work wakeup was set aside */
 };
 
 /* A view file's private data. */
@@ -105,6 +115,29 @@ int pinmem_seal(struct pinmem_region *region);
 int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms);
 int pinmem_publish(struct pinmem_region *region);
 int pinmem_reopen(struct pinmem_region *region);
+
+/* refs.c */
+int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
+		      pgoff_t nr, bool writable);
+bool pinmem_refs_pending(struct pinmem_region *region, bool seal);
+int pinmem_refs_settle(struct pinmem_region *region, bool seal, bool wait,
+		       struct pinmem_wait *w, u64 *outside);
+void pinmem_refs_settled(struct pinmem_region *region, bool seal, int ret,
+			 u64 outside);
+int pinmem_refs_expect(struct pinmem_region *region,
+		       const struct pinmem_expect *e);
+void pinmem_refs_fill_info(struct pinmem_region *region,
+			   struct pinmem_region_info *info);
+u32 pinmem_refs_snapshot(void *region, void *buf, u32 capacity);
+void pinmem_refs_free(struct pinmem_region *region);
+
+/* wait.c */
+void pinmem_wait_init(struct pinmem_wait *w, u32 timeout_ms, bool killable);
+long pinmem_wait_left(struct pinmem_wait *w);
+int pinmem_wait_queue(struct pinmem_wait *w, wait_queue_head_t *wq,
+		      bool (*ready)(void *arg), void *arg);
+int pinmem_wait_sleep(struct pinmem_wait *w, long t);
+void pinmem_wait_end(struct pinmem_wait *w);
 
 /* mmap.c */
 int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);

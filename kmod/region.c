@@ -176,6 +176,7 @@ struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff)
 
 static void pinmem_region_free(struct pinmem_region *region)
 {
+	pinmem_refs_free(region);
 	pinmem_free_chunks(region);
 	pinmem_uncharge_user(region);
 	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);
@@ -309,6 +310,7 @@ static void pinmem_region_fill_locked(struct pinmem_region *region,
 	info->view_fds = region->view_fds;
 	info->owner_uid = from_kuid_munged(current_user_ns(), region->owner_uid);
 	info->owner_tgid = pid_nr_ns(region->owner_pid, ns);
+	pinmem_refs_fill_info(region, info);
 }
 
 void pinmem_region_fill_info(struct pinmem_region *region,

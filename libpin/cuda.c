@@ -445,10 +445,14 @@ int pin_cuda_register(struct pin_cuda *c, struct pin_region *r,
 	if (err)
 		return pin__fail(c->err, err, "region %llu: owner mapping: %s",
 				 (unsigned long long)r->id, r->err);
+	/* The owner's registration: declared to the kernel (refs.c). */
+	pin__refs_hold(&r->cuda_hold, r, addr, r->size, PIN_EXPECT_PER_PAGE);
 	err = cuda_add(c, r, NULL, addr, r->size,
 		       cuda_flags(flags, !!(r->map_prot & PROT_WRITE)));
-	if (err)
+	if (err) {
+		pin__refs_release(&r->cuda_hold);
 		return err;
+	}
 	r->cuda_registered++;
 	return 0;
 }
@@ -471,6 +475,7 @@ int pin_cuda_unregister(struct pin_cuda *c, struct pin_region *r)
 	*link = reg->next;
 	free(reg);
 	r->cuda_registered--;
+	pin__refs_release(&r->cuda_hold);
 	return 0;
 }
 

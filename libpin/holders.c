@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Who maps a region: the HOLDERS query, its formatting, and the words
- * that explain an EBUSY from seal or donate.
+ * that explain an EBUSY from seal or donate (views here; references that
+ * outlive the views in refs.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -133,6 +134,13 @@ void pin__explain_busy(struct pin_region *r, const char *op, int writable_only)
 		if (pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri) == 0)
 			count = writable_only ? ri.writable_view_mappings :
 						ri.view_mappings;
+	}
+	if (count == 0) {
+		/* No views: what holds it up are references (ABI 2). */
+		off = (size_t)snprintf(r->err, PIN_ERR_LEN, "%s: region %" PRIu64,
+				       op, r->id);
+		if (pin__explain_refs(r, off) > 0)
+			return;
 	}
 	off = (size_t)snprintf(r->err, PIN_ERR_LEN,
 			       "%s: region %" PRIu64 " has %zu %sview mapping%s",

@@ -27,6 +27,14 @@ struct pin_dev {
 	char why[PIN_ERR_LEN];	/* which backend, and why (pin_dev_backend_why) */
 };
 
+/* A declaration in force, to be taken back by pin__refs_release. */
+struct pin__refs_hold {
+	struct pin_region *region;
+	const void *addr;
+	uint64_t len;
+	unsigned flags;
+	int active;
+};
 struct pin_region {
 	int backend;
 	int fd;			/* region fd (device) or memfd (portable) */
@@ -36,6 +44,7 @@ struct pin_region {
 	int map_prot;		/* its protection */
 	int unlocked;		/* portable: map not mlock()ed yet (loader) */
 	int cuda_registered;	/* registrations of map in force (cuda.c) */
+	struct pin__refs_hold cuda_hold;	/* its declaration (refs.c) */
 	int hugetlb;		/* portable: MFD_HUGETLB memfd */
 	pid_t owner_pid;	/* portable: allocating process, 0 if imported */
 	char err[PIN_ERR_LEN];
@@ -106,6 +115,19 @@ int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
 		       size_t cap);
 /* Append the holders of r that keep op from succeeding to r->err. */
 void pin__explain_busy(struct pin_region *r, const char *op, int writable_only);
+
+/* refs.c */
+/*
+ * Declare (add) or take back libpin's own registration of [addr, +len)
+ * if it lies in r's owner mapping; returns 1 when a declaration was made.
+ */
+int pin__refs_declare(struct pin_region *r, const void *addr, uint64_t len,
+		      unsigned flags, int add);
+void pin__refs_hold(struct pin__refs_hold *h, struct pin_region *r,
+		    const void *addr, uint64_t len, unsigned flags);
+void pin__refs_release(struct pin__refs_hold *h);
+/* Append the referenced ranges of r to r->err at off; how many there are. */
+int pin__explain_refs(struct pin_region *r, size_t off);
 
 #pragma GCC visibility pop
 

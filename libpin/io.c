@@ -1019,6 +1019,7 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 	struct pin_io_stats local = { 0 };
 	struct pin_io_stats *st = stats ? stats : &local;
 	uint64_t span = pin_io_span(file_off, len);
+	struct pin__refs_hold hold;
 	char *addr;
 	int ret;
 
@@ -1026,8 +1027,11 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 	ret = region_range(r, region_off, span, &addr, st);
 	if (ret < 0)
 		return ret;
+	/* The read's fixed buffers are the owner's: declared (refs.c). */
+	pin__refs_hold(&hold, r, addr, span, PIN_EXPECT_PER_CHUNK);
 	ret = pin_io_read(addr, r->size - region_off, path, file_off, len,
 			  opts, st);
+	pin__refs_release(&hold);
 	if (ret < 0)
 		pin__fail(r->err, 0, "%s", st->error);
 	return ret;

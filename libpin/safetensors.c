@@ -690,6 +690,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	struct pin_region *r = NULL;
 	uint64_t t0 = pin__now_ns(), tp, head, span, astart;
 	size_t first = ck->n, i;
+	struct pin__refs_hold hold;
 	struct pin__file f;
 	void *map;
 	int ret;
@@ -741,8 +742,11 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
 	}
+	/* The read's fixed buffers are the owner's: declared (refs.c). */
+	pin__refs_hold(&hold, r, map, span, PIN_EXPECT_PER_CHUNK);
 	ret = pin__io_read_fd(&f, map, astart, span,
 			      sf->data_start + sf->data_len, &po, &st);
+	pin__refs_release(&hold);
 	prog->base += span;
 	st.direct = f.direct;
 	if (ret) {

@@ -686,17 +686,21 @@ static int bench_save(struct cfg *c, const char *out)
 	return 0;
 }
 
+#include "pinbench_donate.h"
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: pinbench load FILE [options]\n"
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
+		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"  --runs N            alternated runs per method (default 5)\n"
 		"  --queue-depth N     (default %u)\n"
 		"  --request-size N    bytes, K/M/G suffix (default %u)\n"
 		"  --backend LIST      device, portable, or device,portable to compare\n"
 		"                      (load; save uses the first)\n"
-		"  --size N            save: bytes to write, K/M/G suffix (default 1G)\n"
+		"  --size N            save: bytes to write; donate: the largest region\n"
+		"                      (K/M/G suffix, default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n"
 		"  --version           pinbench's and libpin's version\n",
@@ -795,6 +799,8 @@ int main(int argc, char **argv)
 			return ch == 'h' ? 0 : 2;
 		}
 	}
+	if (optind + 1 == argc && !strcmp(argv[optind], "donate"))
+		return bench_donate(&c, c.save_size);
 	if (drop_caches())
 		c.cold = 0;
 	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc)

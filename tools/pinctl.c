@@ -29,7 +29,9 @@
  *   holders: {"region": N, "holders": [{"pid": N, "comm": "...",
  *             "kind": "owner"|"view", "start": N|null, "end": N|null,
  *             "length": N,
- *             "offset": N, "prot": "rw-", "maywrite": bool}, ...]}
+ *             "offset": N, "prot": "rw-", "maywrite": bool}, ...],
+ *             "refs": [{"offset": N, "length": N, "refs": N, "pinned": N,
+ *             "expected": N}, ...]}
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -55,7 +57,8 @@ static const char usage_text[] =
 "                      (+fallback), state, owner/view/writable-view mappings,\n"
 "                      view fds, owner uid/pid\n"
 "  holders REGION-ID   every mapping of a region: pid, command, kind,\n"
-"                      address range, offset, protection\n"
+"                      address range, offset, protection; then the bytes\n"
+"                      referenced outside any mapping (DMA pins, pipes)\n"
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
@@ -70,7 +73,8 @@ static const char usage_text[] =
 "            donate_pending, owner_mappings, view_mappings,\n"
 "            writable_view_mappings, view_fds, owner_uid, owner_pid}]}\n"
 "  holders: {region, holders: [{pid, comm, kind, start, end, length, offset,\n"
-"            prot, maywrite}]}\n"
+"            prot, maywrite}], refs: [{offset, length, refs, pinned,\n"
+"            expected}]}\n"
 "  (sizes, addresses and counts are integers; start/end are null where the\n"
 "   kernel withholds another user's addresses; state is open|sealed|donated;\n"
 "   kind is owner|view; prot is like \"rw-\")\n"
@@ -292,6 +296,36 @@ static int parse_id(const char *s, uint64_t *id)
 	return 0;
 }
 
+/*
+ * The references outside any mapping (module ABI 2; none before): a JSON
+ * list, or lines under the mappings. The kernel cannot name their holder.
+ */
+static void print_refs(struct pin_dev *dev, uint64_t id, int json)
+{
+	struct pin_ref_range rr[64];
+	char line[256];
+	int n, i;
+
+	n = pin_dev_refs(dev, id, rr, 64);
+	if (n > 64)
+		n = 64;
+	if (json) {
+		printf(", \"refs\": [");
+		for (i = 0; i < n; i++)
+			printf("%s{\"offset\": %" PRIu64 ", \"length\": %" PRIu64
+			       ", \"refs\": %" PRIu64 ", \"pinned\": %" PRIu64
+			       ", \"expected\": %" PRIu64 "}", i ? ", " : "",
+			       rr[i].offset, rr[i].length, rr[i].refs,
+			       rr[i].pinned, rr[i].expected);
+		printf("]");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		pin_ref_format(&rr[i], line, sizeof(line));
+		printf("  %s\n", line);
+	}
+}
+
 static int cmd_holders(int json, const char *arg)
 {
 	struct pin_holder *hs = NULL;
@@ -354,7 +388,9 @@ static int cmd_holders(int json, const char *arg)
 			       hs[i].length, hs[i].offset, prot,
 			       hs[i].maywrite ? "true" : "false");
 		}
-		printf("]}\n");
+		printf("]");
+		print_refs(dev, id, 1);
+		printf("}\n");
 	} else {
 		printf("region %" PRIu64 ": %zu mapping%s\n", id, n,
 		       n == 1 ? "" : "s");
@@ -366,6 +402,7 @@ static int cmd_holders(int json, const char *arg)
 			printf("  %s (%s)%s\n", line, len,
 			       hs[i].maywrite ? " may write" : "");
 		}
+		print_refs(dev, id, 0);
 	}
 	free(hs);
 	pin_close(dev);

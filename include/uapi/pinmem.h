@@ -12,11 +12,11 @@
  *                HOLDERS (by region id).
  *  - region fd:  from ALLOC (anonymous inode, O_RDWR|O_CLOEXEC). mmap of it is
  *                an owner mapping. INFO, VIEW, HOLDERS, SEAL, DONATE,
- *                PUBLISH, REOPEN.
+ *                PUBLISH, REOPEN, EXPECT, REFS.
  *  - view fd:    from VIEW (anonymous inode, O_CLOEXEC; O_RDONLY unless
  *                PINMEM_VIEW_WRITE). mmap of it is a view mapping, file
  *                offset 0 being the view's first byte. VIEW_INFO, INFO,
- *                HOLDERS.
+ *                HOLDERS, REFS.
  *
  * mmap rules (region and view fds alike):
  *  - MAP_SHARED only; MAP_PRIVATE fails with EINVAL.
@@ -42,7 +42,7 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	1
+#define PINMEM_ABI_VERSION	2	/* 2: DONATE and SEAL count page references; EXPECT, REFS */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -111,10 +111,14 @@ struct pinmem_region_info {
 	__u64 view_fds;			/* live view files of this region */
 	__u32 owner_uid;		/* user charged for the pages */
 	__u32 owner_tgid;		/* process that allocated it */
-	__u64 reserved[2];		/* out: zero */
+	__u64 expected_refs;		/* ABI 2: references the owner declared (EXPECT) */
+	__u64 outside_refs;		/* ABI 2: references beyond mappings and
+					 * expectations found by the last
+					 * refused DONATE or SEAL; 0 after one succeeds */
 };
 
 #define PINMEM_INFO_DONATE_PENDING	(1U << 0)	/* a DONATE is waiting */
+#define PINMEM_INFO_REFS_HELD		(1U << 1)	/* ABI 2: outside_refs is not 0 */
 
 /* PINMEM_IOC_VIEW flags */
 #define PINMEM_VIEW_WRITE	(1U << 0)	/* read-write view fd (region must be OPEN) */
@@ -197,19 +201,28 @@ struct pinmem_list {
 };
 
 /* DONATE flags */
-#define PINMEM_DONATE_WAIT	(1U << 0)	/* wait up to timeout_ms for views to drain */
+#define PINMEM_DONATE_WAIT	(1U << 0)	/* wait up to timeout_ms for views and references to drain */
 #define PINMEM_DONATE_FLAGS	PINMEM_DONATE_WAIT
 
 /*
  * PINMEM_IOC_SEAL, _DONATE, _PUBLISH, _REOPEN (region fd).
  *
- *  SEAL:    OPEN -> SEALED. EBUSY while a writable view mapping exists.
+ *  SEAL:    OPEN -> SEALED. EBUSY while a writable view mapping exists,
+ *           or (ABI 2) while page references taken through writable view
+ *           mappings remain (after a grace of about 63 ms for transient
+ *           ones; meanwhile writable view mappings fail with EBUSY).
  *           Already SEALED: 0. DONATED: EPERM.
- *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists
- *           (after timeout_ms with PINMEM_DONATE_WAIT, ETIMEDOUT instead;
- *           timeout_ms 0 with PINMEM_DONATE_WAIT waits without a limit;
- *           EINTR on a signal). While it waits, new view mappings fail
- *           with EBUSY. Already DONATED: 0.
+ *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists,
+ *           or (ABI 2) while a page the views mapped is referenced beyond
+ *           its mappings and what the owner may hold (see EXPECT): a pipe
+ *           holding vmsplice'd pages, O_DIRECT in flight, a registration.
+ *           Without WAIT references get a grace of about 63 ms before
+ *           EBUSY. With PINMEM_DONATE_WAIT: ETIMEDOUT after timeout_ms
+ *           (0: no limit), EINTR on a signal (io_uring task work arriving
+ *           meanwhile is no signal: the wait goes on, and the work runs on
+ *           the return to user space). While it waits, new view mappings
+ *           fail with EBUSY. Already DONATED: 0. REFS says which bytes are
+ *           still referenced.
  *  PUBLISH: DONATED -> SEALED; from any other state EPERM.
  *  REOPEN:  DONATED -> OPEN; from any other state EPERM.
  * flags and timeout_ms must be zero except for DONATE (timeout_ms only
@@ -219,6 +232,69 @@ struct pinmem_transition {
 	__u32 flags;
 	__u32 timeout_ms;
 	__u64 reserved;
+};
+
+/*
+ * The owner's references (ABI 2). A reference that existed on a chunk
+ * when a view first mapped it is the owner's (nothing else could reach
+ * the chunk) and never blocks DONATE. Long-term references the owner takes
+ * later over its own mapping (a CUDA or io_uring registration made after
+ * views exist) are declared with PINMEM_IOC_EXPECT (region fd only):
+ * declare before registering, remove after unregistering.
+ *  PER_PAGE:  one reference per page of the range (cuMemHostRegister,
+ *             AF_XDP, RDMA: one pin per 4 KiB page).
+ *  PER_CHUNK: one reference per chunk the range touches (io_uring fixed
+ *             buffers, which keep one pin per 2 MiB folio from 6.12 on).
+ * Exactly one of them; with REMOVE a declaration is taken back. On a
+ * fallback chunk of order 0 a pin counts 1024 references and is declared
+ * so. offset and length: page multiples, length non-zero, within the
+ * region (else EINVAL); removing more than is declared on any chunk:
+ * EINVAL; more than PINMEM_EXPECT_MAX references declared on one chunk:
+ * ENOSPC. Nothing changes on an error. Declarations end with the region.
+ */
+#define PINMEM_EXPECT_PER_PAGE	(1U << 0)
+#define PINMEM_EXPECT_PER_CHUNK	(1U << 1)
+#define PINMEM_EXPECT_REMOVE	(1U << 2)
+#define PINMEM_EXPECT_FLAGS	(PINMEM_EXPECT_PER_PAGE | \
+				 PINMEM_EXPECT_PER_CHUNK | PINMEM_EXPECT_REMOVE)
+#define PINMEM_EXPECT_MAX	(64U << 10)	/* per chunk: 128 whole-chunk PER_PAGE */
+
+struct pinmem_expect {
+	__u64 offset;		/* in: bytes into the region */
+	__u64 length;		/* in: bytes */
+	__u32 flags;		/* in: PINMEM_EXPECT_* */
+	__u32 pad;		/* in: zero */
+	__u64 reserved;		/* in: zero */
+};
+
+/*
+ * One run of chunks referenced beyond their mappings and what the owner
+ * may hold. refs counts every reference beyond the page table entries
+ * (pinned of them are FOLL_PIN DMA pins; the rest plain references:
+ * vmsplice, 6.1's O_DIRECT); expected is the owner's share (present
+ * before any view, or declared). The kernel cannot say who holds them.
+ */
+struct pinmem_ref_range {
+	__u64 offset;		/* bytes into the region, chunk aligned */
+	__u64 length;		/* bytes (the last chunk may end at the size) */
+	__u64 refs;
+	__u64 pinned;
+	__u64 expected;
+	__u64 reserved;		/* out: zero */
+};
+
+/*
+ * PINMEM_IOC_REFS (device fd with region_id, visible as for HOLDERS;
+ * region or view fd with region_id 0). A fresh look, without waiting, at
+ * the chunks views have mapped since the region was last donated; fills up
+ * to capacity runs and sets count to the number found.
+ */
+struct pinmem_refs {
+	__u64 region_id;	/* in */
+	__u64 ranges_ptr;	/* in: struct pinmem_ref_range[capacity] */
+	__u32 capacity;		/* in */
+	__u32 count;		/* out */
+	__u64 reserved;		/* in: zero */
 };
 
 #define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
@@ -233,5 +309,7 @@ struct pinmem_transition {
 #define PINMEM_IOC_DONATE	_IOW(PINMEM_IOC_MAGIC, 0x21, struct pinmem_transition)
 #define PINMEM_IOC_PUBLISH	_IOW(PINMEM_IOC_MAGIC, 0x22, struct pinmem_transition)
 #define PINMEM_IOC_REOPEN	_IOW(PINMEM_IOC_MAGIC, 0x23, struct pinmem_transition)
+#define PINMEM_IOC_EXPECT	_IOW(PINMEM_IOC_MAGIC, 0x30, struct pinmem_expect)
+#define PINMEM_IOC_REFS		_IOWR(PINMEM_IOC_MAGIC, 0x31, struct pinmem_refs)
 
 #endif /* _UAPI_PINMEM_H */

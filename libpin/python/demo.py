@@ -336,7 +336,50 @@ def part2(dev):
           (waited, info.state, info.view_mappings))
     check(info.state == "donated" and info.view_mappings == 0,
           "part 2: donation after release")
+    part2_pipe(region)
     region.close()
+
+
+def vmsplice(fd, addr, length):
+    """vmsplice(2) one range into a pipe (not in the os module)."""
+    class Iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    iov = Iovec(addr, length)
+    n = libc.vmsplice(fd, ctypes.byref(iov), ctypes.c_ulong(1),
+                      ctypes.c_uint(0))
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "vmsplice")
+    return n
+
+
+def part2_pipe(region):
+    """A reference that outlives its view: a pipe holds the view's pages
+    after the view is gone; the kernel refuses the donation naming the
+    bytes, and allows it once the pipe is drained."""
+    region.reopen()
+    v = region.view(np.uint8, (2 * MiB,))
+    rfd, wfd = os.pipe()
+    n = vmsplice(wfd, v.mapping_range[0], 4 * 4096)
+    del v
+    print("   a view's first %d bytes spliced into a pipe, the view "
+          "unmapped (views %d)" % (n, region.info().view_mappings))
+    try:
+        region.donate()
+        check(False, "part 2: donation with a pipe holding pages refused")
+    except pinmem.BusyError as e:
+        print("   donate -> refused, errno %d (EBUSY): %s" %
+              (e.errno, e.refs[0] if e.refs else e.strerror))
+        check([(r.offset, r.length, r.refs) for r in e.refs] ==
+              [(0, 2 * MiB, 4)], "part 2: the pipe's range named")
+    os.close(wfd)
+    got = len(os.read(rfd, 1 << 20))
+    os.close(rfd)
+    region.donate()
+    print("   the pipe drained (%d bytes read) -> donate: ok, state %s" %
+          (got, region.info().state))
+    check(region.info().state == "donated" and got == n,
+          "part 2: donation after the drain")
 
 
 # ---- part 3 ----------------------------------------------------------------

@@ -303,8 +303,8 @@ TEST_F(abi, copyouts_zero_reserved)
 	EXPECT_EQ(0, di.reserved[0]);
 	EXPECT_EQ(0, di.reserved[1]);
 	pm_info(rfd, &ri);
-	EXPECT_EQ(0, ri.reserved[0]);
-	EXPECT_EQ(0, ri.reserved[1]);
+	EXPECT_EQ(0, ri.expected_refs);
+	EXPECT_EQ(0, ri.outside_refs);
 	EXPECT_EQ(0, ri.flags);
 	memset(&vi, 0xa5, sizeof(vi));
 	ASSERT_OK(ioctl(vfd, PINMEM_IOC_VIEW_INFO, &vi));

@@ -29,7 +29,11 @@ $(KSFT_HDRS) &:
 $(B)/kselftest/%: tests/kselftest/%.c tests/kselftest/pinmem_test.h \
 		include/uapi/pinmem.h $(KSFT_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(KSFT_CFLAGS) -o $@ $<
+	$(CC) $(KSFT_CFLAGS) -o $@ $< $(KSFT_LIBS_$*)
+
+# The I/O reference tests drive io_uring through liburing.
+KSFT_LIBS_refs_io := -luring
+$(B)/kselftest/refs_io $(B)/kselftest/refs: tests/kselftest/refs_test.h
 
 # `make build/kselftest/abi` from the checkout's root.
 $(patsubst $(B)/%,build/%,$(KSFT_PROGS)): build/kselftest/%: $(B)/kselftest/% ;

@@ -38,7 +38,7 @@ $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
 		sh -c '$(CC) -std=c11 -Wall -Wextra -Werror -o $@ $< $$(pkg-config --cflags --libs libpin) -Wl,-rpath,$(LIBPIN_DESTLIB)'
 
 # Helpers the guest suite drives (not tests themselves).
-all: $(B)/tests/libpin-helpers/hold-region
+all: $(B)/tests/libpin-helpers/hold-region $(B)/tests/libpin-helpers/hold-refs
 $(B)/tests/libpin-helpers/%: tests/libpin/helpers/%.c include/pin.h $(B)/lib/libpin.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib

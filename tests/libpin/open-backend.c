@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <uapi/pinmem.h>
+
 #include "test.h"
 
 int main(void)
@@ -22,7 +24,7 @@ int main(void)
 		EXPECT_EQ(pin_dev_backend(dev), PIN_BACKEND_DEVICE);
 		CHECK_OK(pin_dev_info(dev, &info), pin_dev_error(dev));
 		EXPECT_EQ(info.backend, PIN_BACKEND_DEVICE);
-		EXPECT_EQ(info.abi_version, 1);
+		EXPECT_EQ(info.abi_version, PINMEM_ABI_VERSION);
 		EXPECT_EQ(info.chunk_size, MiB(2));
 		pin_close(dev);
 	} else {

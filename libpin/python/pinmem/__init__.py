@@ -19,8 +19,8 @@ import io as _io
 import os as _os
 
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
-                   PinnedArray, PortableBackendWarning, Region, RegionInfo,
-                   ViewInUseError, open)
+                   PinnedArray, PortableBackendWarning, RefRange, Region,
+                   RegionInfo, ViewInUseError, open)
 from .dtypes import (HAVE_ML_DTYPES, as_format, bfloat16, float8_e4m3fn,
                      float8_e5m2, format_of)
 from .safetensors import Checkpoint, load_safetensors, save_safetensors
@@ -50,7 +50,7 @@ __version__ = _project_version()
 #: the version of the libpin this binding loaded (LIBPIN_PATH)
 LIBPIN_VERSION = _libpin.pin_version().decode()
 
-__all__ = ["open", "Device", "Region", "PinnedArray", "Holder",
+__all__ = ["open", "Device", "Region", "PinnedArray", "Holder", "RefRange",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
            "ViewInUseError", "bfloat16", "float8_e4m3fn", "float8_e5m2",
            "HAVE_ML_DTYPES", "format_of", "as_format", "load_safetensors",

@@ -80,6 +80,16 @@ class PinHolder(Structure):
     ]
 
 
+class PinRefRange(Structure):
+    _fields_ = [
+        ("offset", c_uint64),
+        ("length", c_uint64),
+        ("refs", c_uint64),
+        ("pinned", c_uint64),
+        ("expected", c_uint64),
+    ]
+
+
 PinIoProgress = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
 
 
@@ -167,8 +177,11 @@ _PROTOTYPES = {
     "pin_view_unmap": (c_int, [_view, c_void_p]),
 }
 
-# Checkpoint I/O; optional so that a libpin without it still serves views.
+# Checkpoint I/O and references; optional so that an older libpin still
+# serves views.
 _OPTIONAL = {
+    "pin_refs": (c_int, [_region, POINTER(PinRefRange), c_size_t]),
+    "pin_ref_format": (c_int, [POINTER(PinRefRange), c_char_p, c_size_t]),
     "pin_dtype_name": (c_char_p, [c_int]),
     "pin_dtype_from_name": (c_int, [c_char_p]),
     "pin_dtype_bits": (c_uint, [c_int]),

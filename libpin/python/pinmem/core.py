@@ -30,7 +30,8 @@ from . import _lib
 from ._lib import lib
 
 __all__ = ["PinError", "BusyError", "ViewInUseError", "Device", "Region",
-           "PinnedArray", "Holder", "RegionInfo", "DeviceInfo", "open"]
+           "PinnedArray", "Holder", "RefRange", "RegionInfo", "DeviceInfo",
+           "open"]
 
 
 # ---- Errors ---------------------------------------------------------------
@@ -39,9 +40,10 @@ class PinError(OSError):
     """A libpin failure: .errno (an errno value) and .strerror (libpin's
     description of the failure, in words)."""
 
-    def __init__(self, err, text, holders=None):
+    def __init__(self, err, text, holders=None, refs=None):
         super().__init__(err, text)
         self.holders = holders or []
+        self.refs = refs or []
 
     def __str__(self):
         return "[Errno %d %s] %s" % (self.errno,
@@ -52,7 +54,11 @@ class PinError(OSError):
 class BusyError(PinError):
     """EBUSY from seal or donate (or a view mapping while donated). .holders
     lists the mappings that held the region when it was refused (device
-    backend), and the text names them: pid, command, address range."""
+    backend), and the text names them: pid, command, address range. .refs
+    lists the byte ranges still referenced outside any mapping (RefRange:
+    a pipe holding a view's pages, O_DIRECT in flight, a registration made
+    through a view), which the text names too; the kernel cannot say who
+    holds those."""
 
 
 class PortableBackendWarning(UserWarning):
@@ -68,7 +74,7 @@ class ViewInUseError(RuntimeError):
     unmapped when the last of those references is gone."""
 
 
-def _check(ret, handle_error, what, holders_of=None):
+def _check(ret, handle_error, what, holders_of=None, refs_of=None):
     if ret >= 0:
         return ret
     err = -ret
@@ -77,7 +83,8 @@ def _check(ret, handle_error, what, holders_of=None):
         text = "%s: %s" % (what, text)
     if err == _errno.EBUSY:
         holders = holders_of() if holders_of else []
-        raise BusyError(err, text, holders)
+        refs = refs_of() if refs_of else []
+        raise BusyError(err, text, holders, refs)
     raise PinError(err, text)
 
 
@@ -114,6 +121,25 @@ def _holder(h):
                   offset=h.offset,
                   prot=_prot_str(h.prot), writable=bool(h.maywrite),
                   text=text)
+
+
+class RefRange(namedtuple("RefRange", "offset length refs pinned expected "
+                                      "text")):
+    """Bytes [offset, offset + length) of a region referenced outside any
+    mapping: refs references, pinned of them DMA pins (FOLL_PIN), expected
+    the owner's share; text is libpin's one line about them."""
+    __slots__ = ()
+
+    def __str__(self):
+        return self.text
+
+
+def _ref_range(r):
+    buf = ctypes.create_string_buffer(320)
+    n = lib.pin_ref_format(ctypes.byref(r), buf, len(buf))
+    text = _lib.text(buf.value) if n >= 0 or n == -_errno.ENOSPC else ""
+    return RefRange(offset=r.offset, length=r.length, refs=r.refs,
+                    pinned=r.pinned, expected=r.expected, text=text)
 
 
 RegionInfo = namedtuple("RegionInfo", [
@@ -380,10 +406,16 @@ class Region:
         except PinError:
             return []
 
+    def _busy_refs(self):
+        try:
+            return self._refs_unlocked()
+        except PinError:
+            return []
+
     def _call(self, fn, what, *args):
         with self._lock:
             return _check(fn(self._ptr(), *args), self._err, what,
-                          self._busy_holders)
+                          self._busy_holders, self._busy_refs)
 
     def __repr__(self):
         if not self._h.alive:
@@ -445,6 +477,28 @@ class Region:
             self._ptr()
             return self._holders_unlocked()
 
+    def _refs_unlocked(self):
+        if not _lib.has("pin_refs"):
+            return []
+        cap = 16
+        while True:
+            arr = (_lib.PinRefRange * cap)()
+            n = lib.pin_refs(self._h.ptr, arr, cap)
+            if n < 0:
+                _check(n, self._err, "refs")
+            if n <= cap:
+                return [_ref_range(arr[i]) for i in range(n)]
+            cap = n + 8
+
+    def refs(self):
+        """The byte ranges referenced outside any mapping (a list of
+        RefRange records): what holds up a donation once the views are
+        gone. PinError EOPNOTSUPP on the portable backend or a module
+        before ABI 2."""
+        with self._lock:
+            self._ptr()
+            return self._refs_unlocked()
+
     # -- state changes
 
     def seal(self):
@@ -459,10 +513,13 @@ class Region:
         self._call(lib.pin_seal, "seal")
 
     def donate(self, timeout=0):
-        """OPEN/SEALED -> DONATED, only when no view mapping exists.
-        timeout: seconds to wait for views to drain (0: do not wait; None:
-        wait without limit). BusyError names the holders; PinError
-        ETIMEDOUT after a wait; EOPNOTSUPP on the portable backend."""
+        """OPEN/SEALED -> DONATED, only when no view mapping exists and no
+        reference taken through one remains (a pipe holding its pages,
+        O_DIRECT in flight, a registration). timeout: seconds to wait for
+        both to drain (0: do not wait; None: wait without limit).
+        BusyError names the holders or the referenced bytes (.refs);
+        PinError ETIMEDOUT after a wait; EOPNOTSUPP on the portable
+        backend."""
         if timeout is None:
             ms = -1
         else:

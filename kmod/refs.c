@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: page references beyond the mappings. A view's pages can be
+ * reached after the view is unmapped through references taken while it
+ * was mapped (vmsplice into a pipe, O_DIRECT in flight, io_uring fixed
+ * buffers, process_vm_readv, long-term pins): DONATE and SEAL must wait
+ * for those too.
+ *
+ * Per chunk (a folio) at rest: refcount = 1 (the allocation) + one per
+ * page table entry + every other reference, and the page table entries
+ * are its mapcount; "extra" = refcount - 1 - mapcount. The kernel keeps no
+ * record of which mapping a GUP reference came through, so the owner's
+ * references are told apart by when and where they can have been taken:
+ *  - only chunks a view has mapped since the region was last donated are
+ *    examined ("tainted"): nothing but the owner can reach the others;
+ *  - what a chunk held when a view first mapped it ("baseline") can only
+ *    be the owner's (a registration made before handing out views);
+ *  - the owner declares later long-term registrations (EXPECT).
+ * A chunk is clean when extra <= baseline + declared.
+ *
+ * Reading a chunk without locks: refcount, mapcount, refcount again;
+ * insertion and fork take the reference before the mapcount, zaps drop
+ * the mapcount before the reference, so a concurrent change either shows
+ * as two differing refcounts (retried) or biases extra upwards (a false
+ * suspect, which the rescans absorb), never downwards.
+ */
+#include <linux/bitmap.h>
+#include <linux/jiffies.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "pinmem.h"
+
+/* Without WAIT, transients get rescans after 1, 2, 4 ... 32 ms. */
+#define PINMEM_GRACE_MS		32
+/* With WAIT, the poll interval doubles from 1 ms up to this. */
+#define PINMEM_POLL_MAX_MS	100
+#define PINMEM_SCAN_BATCH	64
+
+struct pinmem_chunk_refs {
+	unsigned long *tainted;		/* chunks views mapped since last donated */
+	unsigned long *wtainted;	/* chunks writable views mapped since last sealed */
+	u32 *baseline;			/* extra when the chunk was tainted */
+	u32 *declared;			/* EXPECT, in references */
+	/* Under region->lock: */
+	unsigned long nr_tainted;
+	unsigned long nr_wtainted;
+	u64 declared_total;
+	u64 outside;			/* of the last refused scan */
+};
+
+struct pinmem_chunk_look {
+	long extra;			/* references beyond the mapcount */
+	long pinned;			/* of which FOLL_PIN */
+	long expected;			/* baseline + declared */
+};
+
+static unsigned int pinmem_chunk_order(struct pinmem_region *region,
+				       unsigned long idx)
+{
+	int order;
+
+	for (order = PINMEM_CHUNK_ORDER; order > 0; order--) {
+		if (idx < region->nr_by_order[order])
+			return order;
+		idx -= region->nr_by_order[order];
+	}
+	return 0;
+}
+
+/* The chunk holding region page pgoff: its index, first page and order. */
+static void pinmem_chunk_at(struct pinmem_region *region, pgoff_t pgoff,
+			    unsigned long *idx, pgoff_t *start,
+			    unsigned int *order)
+{
+	unsigned long base = 0;
+	pgoff_t first = 0;
+	int o;
+
+	for (o = PINMEM_CHUNK_ORDER; o > 0; o--) {
+		pgoff_t span = region->nr_by_order[o] << o;
+
+		if (pgoff - first < span)
+			break;
+		first += span;
+		base += region->nr_by_order[o];
+	}
+	*idx = base + ((pgoff - first) >> o);
+	*start = first + (((pgoff - first) >> o) << o);
+	*order = o;
+}
+
+static void pinmem_chunk_next(struct pinmem_region *region,
+			      unsigned long *idx, pgoff_t *start,
+			      unsigned int *order)
+{
+	*start += 1UL << *order;
+	(*idx)++;
+	*order = pinmem_chunk_order(region, *idx);
+}
+
+static void pinmem_chunk_read(struct pinmem_region *region,
+			      struct pinmem_chunk_refs *refs, unsigned long idx,
+			      struct pinmem_chunk_look *c)
+{
+	struct folio *folio = page_folio(region->chunks[idx]);
+	int r1, r2, tries = 0;
+	long ptes;
+
+	do {
+		r1 = folio_ref_count(folio);
+		smp_rmb();	/* the mapcount after the first refcount */
+		ptes = pinmem_folio_ptes(folio);
+		smp_rmb();	/* the second refcount after the mapcount */
+		r2 = folio_ref_count(folio);
+	} while (r1 != r2 && ++tries < 4);
+	c->extra = max_t(long, (long)max(r1, r2) - 1 - ptes, 0);
+	if (folio_test_large(folio))
+		c->pinned = min(pinmem_folio_pincount(folio), c->extra);
+	else
+		c->pinned = c->extra / GUP_PIN_COUNTING_BIAS;
+	c->expected = (long)READ_ONCE(refs->baseline[idx]) +
+		      READ_ONCE(refs->declared[idx]);
+}
+
+/* References on chunk idx that nobody accounts for (0: clean). */
+static long pinmem_chunk_outside(struct pinmem_region *region,
+				 struct pinmem_chunk_refs *refs, unsigned long idx)
+{
+	struct pinmem_chunk_look c;
+
+	pinmem_chunk_read(region, refs, idx, &c);
+	return max(c.extra - c.expected, 0L);
+}
+
+static struct pinmem_chunk_refs *pinmem_refs_get(struct pinmem_region *region)
+{
+	/* Pairs with the release in pinmem_refs_make(): filled arrays. */
+	return smp_load_acquire(&region->refs);
+}
+
+static void pinmem_refs_destroy(struct pinmem_chunk_refs *refs)
+{
+	bitmap_free(refs->tainted);
+	bitmap_free(refs->wtainted);
+	kvfree(refs->baseline);
+	kvfree(refs->declared);
+	kfree(refs);
+}
+
+/* The region's bookkeeping, made on first need; under region->lock. */
+static struct pinmem_chunk_refs *pinmem_refs_make(struct pinmem_region *region)
+{
+	unsigned long n = region->nr_chunks;
+	struct pinmem_chunk_refs *refs;
+
+	lockdep_assert_held(&region->lock);
+	if (region->refs)
+		return region->refs;
+	refs = kzalloc(sizeof(*refs), GFP_KERNEL_ACCOUNT);
+	if (!refs)
+		return NULL;
+	refs->tainted = bitmap_zalloc(n, GFP_KERNEL_ACCOUNT);
+	refs->wtainted = bitmap_zalloc(n, GFP_KERNEL_ACCOUNT);
+	refs->baseline = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
+	refs->declared = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
+	if (!refs->tainted || !refs->wtainted || !refs->baseline ||
+	    !refs->declared) {
+		pinmem_refs_destroy(refs);
+		return NULL;
+	}
+	/* Pairs with pinmem_refs_get(): readers see the arrays filled. */
+	smp_store_release(&region->refs, refs);
+	return refs;
+}
+
+void pinmem_refs_free(struct pinmem_region *region)
+{
+	if (region->refs)
+		pinmem_refs_destroy(region->refs);
+	region->refs = NULL;
+}
+
+/*
+ * A view is about to map region pages [pgoff, pgoff + nr): mark their
+ * chunks, taking the baseline of those that were clean. Under
+ * region->lock, before the view is counted; -ENOMEM fails the mmap.
+ */
+int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
+		      pgoff_t nr, bool writable)
+{
+	struct pinmem_chunk_refs *refs = pinmem_refs_make(region);
+	pgoff_t start, end = pgoff + nr;
+	struct pinmem_chunk_look c;
+	unsigned long idx;
+	unsigned int order;
+
+	if (!refs)
+		return -ENOMEM;
+	if (!nr)
+		return 0;
+	pinmem_chunk_at(region, pgoff, &idx, &start, &order);
+	for (; start < end; pinmem_chunk_next(region, &idx, &start, &order)) {
+		if (!test_bit(idx, refs->tainted)) {
+			pinmem_chunk_read(region, refs, idx, &c);
+			c.extra -= READ_ONCE(refs->declared[idx]);
+			WRITE_ONCE(refs->baseline[idx],
+				   clamp_t(long, c.extra, 0, U32_MAX));
+			set_bit(idx, refs->tainted);
+			refs->nr_tainted++;
+		}
+		if (writable && !test_bit(idx, refs->wtainted)) {
+			set_bit(idx, refs->wtainted);
+			refs->nr_wtainted++;
+		}
+	}
+	return 0;
+}
+
+/* Whether DONATE (or SEAL) has chunks to examine; under region->lock. */
+bool pinmem_refs_pending(struct pinmem_region *region, bool seal)
+{
+	struct pinmem_chunk_refs *refs = region->refs;
+
+	lockdep_assert_held(&region->lock);
+	return refs && (seal ? refs->nr_wtainted : refs->nr_tainted);
+}
+
+/*
+ * Mark every suspect of bits (tainted or wtainted) in suspects, or, when
+ * rescan, re-examine the suspects and keep only those still referenced.
+ * Returns the references outside all accounts on the suspects.
+ */
+static u64 pinmem_refs_scan(struct pinmem_region *region,
+			    struct pinmem_chunk_refs *refs, const unsigned long *bits,
+			    unsigned long *suspects, bool rescan)
+{
+	const unsigned long *set = rescan ? suspects : bits;
+	unsigned long idx, done = 0;
+	u64 outside = 0;
+	long o;
+
+	for_each_set_bit(idx, set, region->nr_chunks) {
+		o = pinmem_chunk_outside(region, refs, idx);
+		if (o)
+			set_bit(idx, suspects);
+		else
+			clear_bit(idx, suspects);
+		outside += o;
+		if (++done % PINMEM_SCAN_BATCH == 0)
+			cond_resched();
+	}
+	return outside;
+}
+
+/*
+ * Wait, without region->lock, until no chunk of those views mapped (for
+ * SEAL: writable views) holds references outside all accounts. The caller
+ * keeps new (writable) view mappings out meanwhile. wait false: a grace of
+ * rescans for transients, then -EBUSY; wait true: poll until w's deadline
+ * (-ETIMEDOUT) or a signal (-EINTR). *outside: what the last scan found.
+ * References have no wakeup of their own, hence the polling.
+ */
+int pinmem_refs_settle(struct pinmem_region *region, bool seal, bool wait,
+		       struct pinmem_wait *w, u64 *outside)
+{
+	struct pinmem_chunk_refs *refs = pinmem_refs_get(region);
+	const unsigned long *bits = seal ? refs->wtainted : refs->tainted;
+	unsigned long *suspects;
+	unsigned int ms = 1;
+	int ret;
+
+	suspects = bitmap_zalloc(region->nr_chunks, GFP_KERNEL);
+	if (!suspects)
+		return -ENOMEM;
+	*outside = pinmem_refs_scan(region, refs, bits, suspects, false);
+	while (*outside) {
+		if (!wait && ms > PINMEM_GRACE_MS) {
+			ret = -EBUSY;
+			goto out;
+		}
+		if (wait && !pinmem_wait_left(w)) {
+			ret = -ETIMEDOUT;
+			goto out;
+		}
+		ret = pinmem_wait_sleep(w, msecs_to_jiffies(ms));
+		if (ret)
+			goto out;
+		ms = min(ms * 2, wait ? PINMEM_POLL_MAX_MS : ms * 2);
+		*outside = pinmem_refs_scan(region, refs, bits, suspects,
+					    true);
+	}
+	ret = 0;
+out:
+	bitmap_free(suspects);
+	return ret;
+}
+
+/*
+ * After a settle, under region->lock: a success clears the marks (for
+ * DONATE all of them; for SEAL those of writable views), a refusal keeps
+ * what it found for INFO.
+ */
+void pinmem_refs_settled(struct pinmem_region *region, bool seal, int ret,
+			 u64 outside)
+{
+	struct pinmem_chunk_refs *refs = region->refs;
+
+	lockdep_assert_held(&region->lock);
+	if (ret) {
+		if (ret != -ENOMEM)
+			refs->outside = outside;
+		return;
+	}
+	refs->outside = 0;
+	bitmap_zero(refs->wtainted, region->nr_chunks);
+	refs->nr_wtainted = 0;
+	if (seal)
+		return;
+	bitmap_zero(refs->tainted, region->nr_chunks);
+	refs->nr_tainted = 0;
+}
+
+/* The change EXPECT makes on one chunk of order o, n pages of it covered. */
+static u32 pinmem_expect_delta(u32 flags, unsigned int order, pgoff_t n)
+{
+	if (!order)
+		return GUP_PIN_COUNTING_BIAS;
+	return flags & PINMEM_EXPECT_PER_PAGE ? n : 1;
+}
+
+/* Check (apply false) or apply the declaration e; under region->lock. */
+static int pinmem_expect_walk(struct pinmem_region *region,
+			      struct pinmem_chunk_refs *refs,
+			      const struct pinmem_expect *e, bool apply)
+{
+	pgoff_t pgoff = e->offset >> PAGE_SHIFT;
+	pgoff_t start, end = pgoff + (e->length >> PAGE_SHIFT);
+	bool remove = e->flags & PINMEM_EXPECT_REMOVE;
+	unsigned long idx;
+	unsigned int order;
+	u32 d, cur;
+
+	pinmem_chunk_at(region, pgoff, &idx, &start, &order);
+	for (; start < end; pinmem_chunk_next(region, &idx, &start, &order)) {
+		d = pinmem_expect_delta(e->flags, order,
+					min(end, start + (1UL << order)) -
+					max(pgoff, start));
+		cur = refs->declared[idx];
+		if (!apply && remove && cur < d)
+			return -EINVAL;
+		if (!apply && !remove && d > PINMEM_EXPECT_MAX - cur)
+			return -ENOSPC;
+		if (apply) {
+			WRITE_ONCE(refs->declared[idx],
+				   remove ? cur - d : cur + d);
+			if (remove)
+				refs->declared_total -= d;
+			else
+				refs->declared_total += d;
+		}
+	}
+	return 0;
+}
+
+/* PINMEM_IOC_EXPECT; e's flags, range and fields are checked by ioctl.c. */
+int pinmem_refs_expect(struct pinmem_region *region,
+		       const struct pinmem_expect *e)
+{
+	struct pinmem_chunk_refs *refs;
+	int ret;
+
+	mutex_lock(&region->lock);
+	refs = pinmem_refs_make(region);
+	ret = refs ? pinmem_expect_walk(region, refs, e, false) : -ENOMEM;
+	if (!ret)
+		pinmem_expect_walk(region, refs, e, true);
+	mutex_unlock(&region->lock);
+	return ret;
+}
+
+void pinmem_refs_fill_info(struct pinmem_region *region,
+			   struct pinmem_region_info *info)
+{
+	struct pinmem_chunk_refs *refs = region->refs;
+
+	lockdep_assert_held(&region->lock);
+	if (!refs)
+		return;
+	info->expected_refs = refs->declared_total;
+	info->outside_refs = refs->outside;
+	if (refs->outside)
+		info->flags |= PINMEM_INFO_REFS_HELD;
+}
+
+/* Close the run in r (if any) into buf; returns the new count. */
+static u32 pinmem_refs_emit(struct pinmem_region *region,
+			    struct pinmem_ref_range *r, pgoff_t end,
+			    struct pinmem_ref_range *buf, u32 n, u32 capacity)
+{
+	u64 limit = min_t(u64, (u64)end << PAGE_SHIFT, region->size);
+
+	if (!r->length)
+		return n;
+	r->length = limit - r->offset;
+	if (n < capacity)
+		buf[n] = *r;
+	memset(r, 0, sizeof(*r));
+	return n + 1;
+}
+
+/*
+ * REFS: runs of consecutive tainted chunks holding references outside all
+ * accounts, into up to capacity records of buf; returns how many exist.
+ */
+u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
+{
+	struct pinmem_region *region = arg;
+	struct pinmem_chunk_refs *refs = pinmem_refs_get(region);
+	struct pinmem_ref_range run = {}, *buf = out;
+	struct pinmem_chunk_look c;
+	pgoff_t start = 0, end = 0;
+	unsigned long idx;
+	unsigned int order;
+	u32 n = 0;
+
+	if (!refs)
+		return 0;
+	pinmem_chunk_at(region, 0, &idx, &start, &order);
+	for (; idx < region->nr_chunks;
+	     pinmem_chunk_next(region, &idx, &start, &order)) {
+		if (idx % PINMEM_SCAN_BATCH == 0)
+			cond_resched();
+		if (!test_bit(idx, refs->tainted))
+			continue;
+		pinmem_chunk_read(region, refs, idx, &c);
+		if (c.extra <= c.expected)
+			continue;
+		if (run.length && start != end)
+			n = pinmem_refs_emit(region, &run, end, buf, n,
+					     capacity);
+		if (!run.length)
+			run.offset = (u64)start << PAGE_SHIFT;
+		run.length = 1;
+		run.refs += c.extra;
+		run.pinned += c.pinned;
+		run.expected += c.expected;
+		end = start + (1UL << order);
+	}
+	return pinmem_refs_emit(region, &run, end, buf, n, capacity);
+}

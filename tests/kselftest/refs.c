@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * DONATE and SEAL count page references, not only mappings: references
+ * taken through a view (vmsplice into a pipe, process_vm_readv) block
+ * DONATE after the view is gone, until released; the owner's references
+ * from before any view, and those it declares with EXPECT, do not; REFS
+ * names the bytes. The canary at the end checks that no history of
+ * mappings leaves a false reference behind.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <linux/userfaultfd.h>
+
+#include "refs_test.h"
+
+PM_FIXTURE(refs)
+
+/* The first reproduction: a pipe keeps a view's pages. */
+TEST_F(refs, vmsplice_through_view_blocks_until_drained)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	char *o = pm_map(rfd, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	int vfd = pm_view(rfd, 2 * MiB, 2 * MiB, 0);
+	char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	struct pinmem_region_info ri;
+	static char buf[4 * PG];
+	int p[2];
+	double t0;
+
+	pm_fill(o + 2 * MiB + MiB, 4 * PG, 11);
+	pm_splice(p, v + MiB, 4);
+	pm_unmap(v, 2 * MiB);
+	close(vfd);
+	t0 = pm_now();
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	EXPECT_GE(pm_now() - t0, 0.05) TH_LOG("no grace for transients");
+	ASSERT_EQ(PINMEM_STATE_OPEN, pm_state(rfd));
+	ASSERT_REFS(rfd, 2 * MiB, 2 * MiB, 4, 0);
+	pm_info(rfd, &ri);
+	EXPECT_EQ(4, ri.outside_refs);
+	EXPECT_TRUE(ri.flags & PINMEM_INFO_REFS_HELD);
+	/* The reader gets the bytes from before; then the region is free. */
+	ASSERT_EQ(sizeof(buf), pm_drain(p, buf, sizeof(buf)));
+	ASSERT_PATTERN(buf, sizeof(buf), 11);
+	ASSERT_EQ(0, pm_refs(rfd, NULL, 0));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	pm_info(rfd, &ri);
+	EXPECT_EQ(PINMEM_STATE_DONATED, ri.state);
+	EXPECT_EQ(0, ri.outside_refs);
+	EXPECT_FALSE(ri.flags & PINMEM_INFO_REFS_HELD);
+	pm_unmap(o, 4 * MiB);
+	close(rfd);
+}
+
+/* REFS answers on the view fd and on the device fd by id too. */
+TEST_F(refs, refs_by_view_fd_and_by_id)
+{
+	uint64_t id;
+	int rfd = pm_alloc_id(self->env.dev, 6 * MiB, &id);
+	int vfd = pm_view(rfd, 0, 6 * MiB, 0);
+	char *v = pm_map(vfd, 6 * MiB, PROT_READ, 0);
+	struct pinmem_ref_range r[4];
+	struct pinmem_refs q = { .region_id = id };
+	int p1[2], p2[2];
+	char buf[2 * PG];
+
+	pm_splice(p1, v + 100 * PG, 1);
+	pm_splice(p2, v + 4 * MiB, 2);
+	ASSERT_EQ(2, pm_refs_at(_metadata, __LINE__, self->env.dev, id, r, 4));
+	EXPECT_EQ(0, r[0].offset);
+	EXPECT_EQ(2 * MiB, r[0].length);
+	EXPECT_EQ(1, r[0].refs);
+	EXPECT_EQ(4 * MiB, r[1].offset);
+	EXPECT_EQ(2, r[1].refs);
+	ASSERT_EQ(2, pm_refs(vfd, r, 1)) TH_LOG("count beyond capacity");
+	/* A region fd takes no id; unknown ids are ENOENT. */
+	ASSERT_ERRNO(EINVAL, ioctl(rfd, PINMEM_IOC_REFS, &q));
+	q.region_id = id + 1000;
+	ASSERT_ERRNO(ENOENT, ioctl(self->env.dev, PINMEM_IOC_REFS, &q));
+	q.region_id = 0;
+	q.reserved = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(vfd, PINMEM_IOC_REFS, &q));
+	pm_unmap(v, 6 * MiB);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	pm_drain(p1, buf, sizeof(buf));
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 4 * MiB, 2 * MiB, 2, 0);
+	pm_drain(p2, buf, sizeof(buf));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	close(vfd);
+	close(rfd);
+}
+
+/* Owner references on chunks no view ever mapped are never looked at. */
+TEST_F(refs, owner_refs_without_views_never_block)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	char *o = pm_map(rfd, 2 * MiB, PROT_READ | PROT_WRITE, 0);
+	char buf[8 * PG];
+	int p[2];
+
+	pm_splice(p, o, 8);
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	ASSERT_EQ(0, pm_refs(rfd, NULL, 0));
+	pm_drain(p, buf, sizeof(buf));
+	pm_unmap(o, 2 * MiB);
+	close(rfd);
+}
+
+/* References held before a view first maps the chunk are the owner's. */
+TEST_F(refs, owner_refs_before_views_do_not_block)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	char *o = pm_map(rfd, 2 * MiB, PROT_READ | PROT_WRITE, 0);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char buf[8 * PG];
+	int p[2];
+
+	pm_splice(p, o, 8);
+	pm_unmap(pm_map(vfd, 2 * MiB, PROT_READ, 0), 2 * MiB);
+	ASSERT_EQ(0, pm_refs(rfd, NULL, 0));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	/* ...and still after another round of views. */
+	ASSERT_TRANSITION(0, pm_reopen(rfd));
+	pm_unmap(pm_map(vfd, 2 * MiB, PROT_READ, 0), 2 * MiB);
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	pm_drain(p, buf, sizeof(buf));
+	pm_unmap(o, 2 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
+/*
+ * An owner reference taken after a view mapped the chunk cannot be told
+ * from a view's: it blocks until declared; the declaration is per range
+ * and taken back.
+ */
+TEST_F(refs, owner_refs_after_views_block_until_declared)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	char *o = pm_map(rfd, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	int vfd = pm_view(rfd, 0, 4 * MiB, 0);
+	struct pinmem_region_info ri;
+	char buf[8 * PG];
+	int p[2];
+
+	pm_unmap(pm_map(vfd, 4 * MiB, PROT_READ, 0), 4 * MiB);
+	pm_splice(p, o + 2 * MiB + 8 * PG, 8);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 2 * MiB, 2 * MiB, 8, 0);
+	/* Declared on the wrong chunk: still refused. */
+	ASSERT_EQ(0, pm_expect(rfd, 0, 8 * PG, PINMEM_EXPECT_PER_PAGE));
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_EQ(0, pm_expect(rfd, 2 * MiB + 8 * PG, 8 * PG,
+			       PINMEM_EXPECT_PER_PAGE));
+	pm_info(rfd, &ri);
+	EXPECT_EQ(16, ri.expected_refs);
+	ASSERT_EQ(0, pm_refs(rfd, NULL, 0));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	pm_drain(p, buf, sizeof(buf));
+	ASSERT_EQ(0, pm_expect(rfd, 2 * MiB + 8 * PG, 8 * PG,
+			       PINMEM_EXPECT_PER_PAGE | PINMEM_EXPECT_REMOVE));
+	ASSERT_EQ(0, pm_expect(rfd, 0, 8 * PG,
+			       PINMEM_EXPECT_PER_PAGE | PINMEM_EXPECT_REMOVE));
+	pm_info(rfd, &ri);
+	EXPECT_EQ(0, ri.expected_refs);
+	pm_unmap(o, 4 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
+/* A declaration is no blank cheque: a view's references beyond it count. */
+TEST_F(refs, declared_refs_do_not_hide_more)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	char buf[8 * PG];
+	int p[2];
+
+	ASSERT_EQ(0, pm_expect(rfd, 0, 2 * MiB, PINMEM_EXPECT_PER_CHUNK));
+	pm_splice(p, v, 3);
+	pm_unmap(v, 2 * MiB);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 0, 2 * MiB, 3, 0);
+	pm_drain(p, buf, sizeof(buf));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	close(vfd);
+	close(rfd);
+}
+
+TEST_F(refs, expect_checks_its_arguments)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	struct pinmem_expect e = { .length = PG,
+				   .flags = PINMEM_EXPECT_PER_PAGE };
+	struct pinmem_region_info ri;
+	const uint32_t page = PINMEM_EXPECT_PER_PAGE;
+	int i, ret = 0;
+
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, PG, 0));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, PG, page |
+				    PINMEM_EXPECT_PER_CHUNK));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, PG, PINMEM_EXPECT_REMOVE));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, PG, page | 1U << 7));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 1, PG, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, PG + 1, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, 0, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 4 * MiB, PG, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, PG, 4 * MiB, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, -PG, 2 * PG, page));
+	e.pad = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(rfd, PINMEM_IOC_EXPECT, &e));
+	e.pad = 0;
+	e.reserved = 1;
+	ASSERT_ERRNO(EINVAL, ioctl(rfd, PINMEM_IOC_EXPECT, &e));
+	e.reserved = 0;
+	/* The owner's capability: not on a view fd nor the device. */
+	ASSERT_ERRNO(ENOTTY, ioctl(vfd, PINMEM_IOC_EXPECT, &e));
+	ASSERT_ERRNO(ENOTTY, ioctl(self->env.dev, PINMEM_IOC_EXPECT, &e));
+	/* Removing what was never declared, in part or whole: nothing moves. */
+	ASSERT_EQ(0, pm_expect(rfd, 0, 2 * PG, page));
+	ASSERT_EQ(EINVAL, pm_expect(rfd, 0, 3 * PG,
+				    page | PINMEM_EXPECT_REMOVE));
+	pm_info(rfd, &ri);
+	EXPECT_EQ(2, ri.expected_refs);
+	/* Bounded: PINMEM_EXPECT_MAX per chunk. */
+	for (i = 0; i < 200 && !ret; i++)
+		ret = pm_expect(rfd, 2 * MiB, 2 * MiB, page);
+	ASSERT_EQ(ENOSPC, ret);
+	EXPECT_EQ((PINMEM_EXPECT_MAX / 512) + 1, i);
+	pm_info(rfd, &ri);
+	EXPECT_EQ(2 + PINMEM_EXPECT_MAX, ri.expected_refs);
+	/* A PER_CHUNK range across two chunks counts once on each. */
+	ASSERT_EQ(0, pm_expect(rfd, 2 * MiB - PG, 2 * PG,
+			       PINMEM_EXPECT_PER_CHUNK | PINMEM_EXPECT_REMOVE));
+	pm_info(rfd, &ri);
+	EXPECT_EQ(PINMEM_EXPECT_MAX, ri.expected_refs);
+	close(vfd);
+	close(rfd);
+}
+
+/* SEAL waits for references taken through writable views only. */
+TEST_F(refs, seal_refused_while_writable_view_refs_remain)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	int wfd = pm_view(rfd, 0, 2 * MiB, PINMEM_VIEW_WRITE);
+	int rofd = pm_view(rfd, 2 * MiB, 2 * MiB, 0);
+	char *w = pm_map(wfd, 2 * MiB, PROT_READ | PROT_WRITE, 0);
+	char *r = pm_map(rofd, 2 * MiB, PROT_READ, 0);
+	char buf[4 * PG];
+	int pw[2], pr[2];
+
+	pm_splice(pw, w, 2);
+	pm_splice(pr, r, 2);
+	pm_unmap(w, 2 * MiB);
+	ASSERT_TRANSITION(EBUSY, pm_seal(rfd));
+	ASSERT_EQ(PINMEM_STATE_OPEN, pm_state(rfd));
+	/* The read-only view's pipe does not stop SEAL, only DONATE. */
+	pm_drain(pw, buf, sizeof(buf));
+	ASSERT_TRANSITION(0, pm_seal(rfd));
+	pm_unmap(r, 2 * MiB);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	pm_drain(pr, buf, sizeof(buf));
+	ASSERT_TRANSITION(0, pm_donate(rfd));
+	close(wfd);
+	close(rofd);
+	close(rfd);
+}
+
+struct drainer {
+	int *pfd;
+	int delay_ms;
+	size_t got;
+};
+
+static void *drain_later(void *arg)
+{
+	struct drainer *d = arg;
+	char buf[16 * PG];
+
+	usleep(d->delay_ms * 1000);
+	d->got = pm_drain(d->pfd, buf, sizeof(buf));
+	return NULL;
+}
+
+TEST_F(refs, wait_woken_by_pipe_drain)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	int p[2];
+	struct drainer d = { .pfd = p, .delay_ms = 400 };
+	pthread_t t;
+	double t0;
+
+	pm_splice(p, v, 16);
+	pm_unmap(v, 2 * MiB);
+	ASSERT_TRANSITION(ETIMEDOUT, pm_donate_wait(rfd, 200));
+	ASSERT_EQ(0, pthread_create(&t, NULL, drain_later, &d));
+	t0 = pm_now();
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 20000));
+	EXPECT_GE(pm_now() - t0, 0.3) TH_LOG("donated before the drain");
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(16 * PG, d.got);
+	close(vfd);
+	close(rfd);
+}
+
+/* A view mapped while references are awaited would add new ones: EBUSY. */
+TEST_F(refs, views_refused_while_donate_waits_for_refs)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	int p[2];
+	struct drainer d = { .pfd = p, .delay_ms = 800 };
+	pthread_t t;
+	double t0 = pm_now();
+	pid_t child;
+
+	pm_splice(p, v, 1);
+	pm_unmap(v, 2 * MiB);
+	ASSERT_EQ(0, pthread_create(&t, NULL, drain_later, &d));
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		/* A second process tries to map while the DONATE waits. */
+		usleep(300 * 1000);
+		_exit(mmap(NULL, PG, PROT_READ, MAP_SHARED, vfd, 0) ==
+		      MAP_FAILED && errno == EBUSY ? 0 : 1);
+	}
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 20000));
+	ASSERT_EQ(0, pm_wait(child)) TH_LOG("the child's view was admitted");
+	EXPECT_GE(pm_now() - t0, 0.7);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	close(vfd);
+	close(rfd);
+}
+
+/*
+ * process_vm_readv pins the remote (view) pages, then copies into the
+ * local buffer; a userfaultfd-registered local buffer stalls the copy
+ * with the view's pages pinned, as long as the test wants.
+ */
+struct pvm {
+	void *local, *remote;
+	size_t len;
+	ssize_t ret;
+};
+
+static void *pvm_read(void *arg)
+{
+	struct pvm *a = arg;
+	struct iovec l = { .iov_base = a->local, .iov_len = a->len };
+	struct iovec r = { .iov_base = a->remote, .iov_len = a->len };
+
+	a->ret = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	return NULL;
+}
+
+TEST_F(refs, process_vm_readv_in_flight_blocks)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_zeropage zp = { .mode = 0 };
+	struct pvm a = { .remote = v, .len = 4 * PG };
+	struct pollfd pfd;
+	struct uffd_msg msg;
+	pthread_t t;
+	int uffd;
+
+	uffd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	ASSERT_GE(uffd, 0) TH_LOG("userfaultfd: %s", pm_errname(errno));
+	ASSERT_OK(ioctl(uffd, UFFDIO_API, &api));
+	a.local = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, a.local);
+	reg.range.start = (uintptr_t)a.local;
+	reg.range.len = 4 * PG;
+	ASSERT_OK(ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, pthread_create(&t, NULL, pvm_read, &a));
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	ASSERT_EQ(1, poll(&pfd, 1, 20000)) TH_LOG("no fault from the copy");
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	/* The copy stalls on the local fault, the view's pages pinned. */
+	pm_unmap(v, 2 * MiB);
+	close(vfd);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 0, 2 * MiB, 4, 4);
+	zp.range.start = (uintptr_t)a.local;
+	zp.range.len = 4 * PG;
+	ASSERT_OK(ioctl(uffd, UFFDIO_ZEROPAGE, &zp));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(4 * PG, a.ret) TH_LOG("process_vm_readv: %s",
+					pm_errname(errno));
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 5000));
+	munmap(a.local, 4 * PG);
+	close(uffd);
+	close(rfd);
+}
+
+TEST_HARNESS_MAIN
