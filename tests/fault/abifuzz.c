@@ -99,8 +99,14 @@ static long run_ops(int dev, const struct op *ops, long n, char *why,
 		if (model_step(m, &ops[i], why, wlen))
 			bad = i + 1;
 	}
-	if (!bad && model_finish(m, why, wlen))
+	/* Always release (lingering children too); judge it if all else passed. */
+	if (bad) {
+		char ignored[256];
+
+		model_finish(m, ignored, sizeof(ignored));
+	} else if (model_finish(m, why, wlen)) {
 		bad = n + 1;
+	}
 	model_free(m);
 	return bad;
 }
