@@ -6,6 +6,9 @@
 #                   the tools and the test programs, all under build/
 #   make deps       install the Debian packages the build and tests need
 #   make check      deps, build, host tests, then the guest suite on each kernel
+#                   and the debug-kernel lane (tests/vm/debug-kernel)
+#   make check-debug  every guest suite on the debug kernel (KASAN, lockdep...)
+#   make fuzz       long fuzzing: libFuzzer targets and the ABI fuzzer
 #   make demo       deps, build, then the demo in a guest
 #   make stress     the whole checkpoint-load matrix in a guest per kernel
 #                   (tests/io/load-matrix.py --full; hours under TCG)
@@ -72,6 +75,19 @@ check: deps
 	$(MAKE) all
 	tests/check
 
+check-debug: deps
+	$(MAKE) all
+	rm -rf $(B)/results-debug
+	tests/vm/debug-kernel/lane $(B)/results-debug/debug; \
+	tests/report $(B)/results-debug
+
+# PINMEM_FUZZ_SECONDS per libFuzzer target (default 600), then
+# PINMEM_FUZZ_OPS ABI fuzzer operations (default 2000000) in a 6.1 guest.
+fuzz: all fuzz-build
+	tests/fuzz/run $${PINMEM_FUZZ_SECONDS:-600}
+	PINMEM_VM_TIMEOUT=7200 PINMEM_FUZZ_OPS=$${PINMEM_FUZZ_OPS:-2000000} \
+		tests/vm/run build/fault/abifuzz
+
 demo: deps
 	$(MAKE) all
 	tests/vm/run /usr/bin/python3 libpin/python/demo.py
@@ -89,4 +105,4 @@ stress: deps
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check demo stress clean install userland
+.PHONY: all deps check check-debug fuzz demo stress clean install userland

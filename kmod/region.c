@@ -9,6 +9,7 @@
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/gfp.h>
+#include <linux/mm.h>
 #include <linux/pid_namespace.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
@@ -65,6 +66,11 @@ static void pinmem_uncharge_user(struct pinmem_region *region)
 	region->user = NULL;
 }
 
+/*
+ * Never __GFP_DIRECT_RECLAIM alone: every order gets NORETRY or
+ * RETRY_MAYFAIL, so that neither the page allocator nor a memcg charge
+ * ever invokes the OOM killer for pinned memory; ALLOC fails instead.
+ */
 static gfp_t pinmem_gfp(unsigned int order, bool fallback)
 {
 	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
@@ -74,9 +80,19 @@ static gfp_t pinmem_gfp(unsigned int order, bool fallback)
 	/* Try hard for 2 MiB unless a smaller chunk will do. */
 	if (order && fallback)
 		gfp |= __GFP_NORETRY;
-	else if (order)
+	else
 		gfp |= __GFP_RETRY_MAYFAIL;
 	return gfp;
+}
+
+/*
+ * Pages that cannot be had without swapping out or killing: more than the
+ * kernel's estimate of available memory fails at once rather than after
+ * reclaim and compaction have emptied the page cache.
+ */
+static bool pinmem_beyond_available(unsigned long nr_pages)
+{
+	return nr_pages > si_mem_available();
 }
 
 /* Make room in the chunk array for the remaining pages at a lower order. */
@@ -89,7 +105,8 @@ static int pinmem_grow_chunks(struct pinmem_region *region,
 
 	if (want <= *cap)
 		return 0;
-	chunks = kvmalloc_array(want, sizeof(*chunks), GFP_KERNEL_ACCOUNT);
+	chunks = kvmalloc_array(want, sizeof(*chunks),
+				GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
 	if (!chunks)
 		return -ENOMEM;
 	memcpy(chunks, region->chunks, region->nr_chunks * sizeof(*chunks));
@@ -112,8 +129,11 @@ static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback)
 	struct page *page;
 	int ret;
 
+	if (pinmem_beyond_available(remaining))
+		return -ENOMEM;
 	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
-					GFP_KERNEL_ACCOUNT);
+					GFP_KERNEL_ACCOUNT |
+					__GFP_RETRY_MAYFAIL);
 	if (!region->chunks)
 		return -ENOMEM;
 	region->min_order = order;

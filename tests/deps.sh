@@ -11,7 +11,9 @@ linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
 busybox-static kmod cpio e2fsprogs xz-utils
 sparse cppcheck valgrind liburing-dev fio groff-base
 python3 python3-numpy python3-pytest python3-setuptools python3-pip
-debhelper dh-dkms dh-python dkms python3-all lintian mmdebstrap"
+debhelper dh-dkms dh-python dkms python3-all lintian mmdebstrap
+clang libfuzzer-14-dev libjansson-dev
+ccache bc flex bison libelf-dev libssl-dev linux-source-6.1"
 
 missing=
 for p in $pkgs; do

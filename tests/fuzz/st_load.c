@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target: the full loader (pin_st_load) over a memory file: the
+ * input goes into a memfd, is loaded into pinned regions on the portable
+ * backend, and every tensor accepted must hold exactly the file's bytes.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <pin.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct pin_dev *dev = NULL;
+	struct pin_st *ck;
+	char path[64];
+	int fd;
+
+	fd = memfd_create("fuzz.safetensors", MFD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (size && write(fd, data, size) != (ssize_t)size)
+		__builtin_trap();
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ck = pin_st_new();
+	if (ck && pin_open(&dev, PIN_BACKEND_PORTABLE) == 0 &&
+	    pin_st_load(ck, dev, path, NULL) == 0) {
+		for (size_t i = 0; i < pin_st_count(ck); i++) {
+			struct pin_st_tensor t;
+
+			if (pin_st_tensor(ck, i, &t) ||
+			    t.file_offset > size || t.nbytes > size - t.file_offset ||
+			    memcmp(t.data, data + t.file_offset, t.nbytes))
+				__builtin_trap();
+		}
+	}
+	pin_st_free(ck);
+	pin_close(dev);
+	close(fd);
+	return 0;
+}
