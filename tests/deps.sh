@@ -10,7 +10,7 @@ qemu-system-x86 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
 busybox-static kmod cpio e2fsprogs xz-utils
 sparse cppcheck valgrind liburing-dev fio groff-base
-python3 python3-numpy python3-pytest"
+python3 python3-numpy python3-pytest python3-torch"
 
 missing=
 for p in $pkgs; do

@@ -85,9 +85,14 @@ def bf16_bits(f32):
     return (u >> 16).astype(np.uint16)
 
 
+# ml_dtypes' bfloat16, else raw 2-byte void elements (no arithmetic, no
+# safetensors name: saved as BF16 only where the demo says so).
+BF16 = pinmem.bfloat16 if pinmem.HAVE_ML_DTYPES else np.dtype("V2")
+
+
 def as_bf16(bits):
-    """bits as pinmem.bfloat16 (ml_dtypes' type, or the raw uint16 form)."""
-    return bits.view(pinmem.bfloat16)
+    """bits as BF16 (ml_dtypes' type, or the raw form)."""
+    return bits.view(BF16)
 
 
 def trim():
@@ -172,7 +177,7 @@ def part1(dev, size, iterations, outdir):
     print("   region %d: %.1f MiB of bfloat16 weights (%d values, %s), %d "
           "iterations" % (region.id, size / MiB, n,
                           "ml_dtypes" if pinmem.HAVE_ML_DTYPES else
-                          "raw uint16: ml_dtypes not installed", iterations))
+                          "raw bytes: ml_dtypes not installed", iterations))
     print("   each: donate (kernel-checked) -> copy new weights in -> publish"
           " -> NumPy view -> np.save(view) -> view dropped")
     print("   copy: %s" % src.what)
@@ -202,8 +207,8 @@ def part1(dev, size, iterations, outdir):
             if donation:
                 region.publish()
             t3 = clock()
-            view = region.view(pinmem.bfloat16, (n,))
-            if view[0].view(np.uint16) != (i & 0x7F7F):
+            view = region.view(BF16, (n,))
+            if view[:1].view(np.uint16)[0] != (i & 0x7F7F):
                 mismatched += 1
             t4 = clock()
             np.save(path, view)
@@ -275,7 +280,7 @@ def part2(dev):
     print("2. The failure made safe")
     if not dev.donation_supported:
         region = dev.alloc(2 * MiB)
-        kept = region.view(pinmem.bfloat16, (1024,))
+        kept = region.view(BF16, (1024,))
         try:
             region.donate()
         except pinmem.PinError as e:
@@ -289,7 +294,7 @@ def part2(dev):
     own[:] = bf16_bits(np.linspace(0, 1, own.size, dtype=np.float32))
     del own
     region.seal()
-    kept = region.view(pinmem.bfloat16, (1024, 1024))  # a cached view
+    kept = region.view(BF16, (1024, 1024))  # a cached view
     print("   a view kept alive: region %d, 0x%x-0x%x (as JAX's cached "
           "NumPy view was)" % ((region.id,) + kept.mapping_range))
     try:
@@ -309,7 +314,7 @@ def part2(dev):
           (region.info().state, region.info().view_mappings))
     # The explicit end refuses, rather than unmapping under a reference.
     try:
-        with region.view(pinmem.bfloat16, (16,)) as v:
+        with region.view(BF16, (16,)) as v:
             escaped = v[4:]
     except pinmem.ViewInUseError as e:
         print("   with-block whose slice escaped -> ViewInUseError: %s" %
@@ -377,7 +382,9 @@ def part3(dev, ckpt_mb, outdir):
         i += 1
     path = os.path.join(outdir, "demo.safetensors")
     t0 = time.perf_counter()
-    pinmem.save_safetensors(path, tensors, metadata={"demo": "pinmem"})
+    pinmem.save_safetensors(path, tensors, metadata={"demo": "pinmem"},
+                            formats={k: "BF16" for k, a in tensors.items()
+                                     if a.dtype == BF16})
     t_save = time.perf_counter() - t0
     print("   checkpoint: %d tensors (bfloat16, float32), %.1f MiB, written "
           "with pinmem.save_safetensors in %.2f s to %s" %

@@ -17,15 +17,24 @@ $PINMEM_LIBPIN, or the installed libpin.so.0). See README.md.
 """
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
                    PinnedArray, Region, RegionInfo, ViewInUseError, open)
-from .dtypes import (HAVE_ML_DTYPES, as_format, bfloat16, float8_e4m3fn,
-                     float8_e5m2, format_of)
+from . import dtypes as _dtypes
+from .dtypes import HAVE_ML_DTYPES, as_format, format_of
+if HAVE_ML_DTYPES:
+    from .dtypes import bfloat16, float8_e4m3fn, float8_e5m2
 from .safetensors import Checkpoint, load_safetensors, save_safetensors
 from ._lib import lib as _libpin
 
 LIBPIN_PATH = _libpin.pinmem_path
 
+
+def __getattr__(name):
+    # bfloat16 and float8 without ml_dtypes: an AttributeError saying why.
+    return _dtypes.__getattr__(name)
+
+
 __all__ = ["open", "Device", "Region", "PinnedArray", "Holder",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
-           "ViewInUseError", "bfloat16", "float8_e4m3fn", "float8_e5m2",
-           "HAVE_ML_DTYPES", "format_of", "as_format", "load_safetensors",
+           "ViewInUseError", "HAVE_ML_DTYPES", "format_of", "as_format", "load_safetensors",
            "save_safetensors", "Checkpoint", "LIBPIN_PATH"]
+if HAVE_ML_DTYPES:
+    __all__ += ["bfloat16", "float8_e4m3fn", "float8_e5m2"]
