@@ -21,7 +21,8 @@ from . import dtypes as _dtypes
 from .dtypes import HAVE_ML_DTYPES, as_format, format_of
 if HAVE_ML_DTYPES:
     from .dtypes import bfloat16, float8_e4m3fn, float8_e5m2
-from .safetensors import Checkpoint, load_safetensors, save_safetensors
+from .safetensors.native import (Checkpoint, load_safetensors,
+                                 save_safetensors)
 from ._lib import lib as _libpin
 
 LIBPIN_PATH = _libpin.pinmem_path

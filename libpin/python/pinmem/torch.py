@@ -102,6 +102,9 @@ def from_array(a, dtype, shape=None):
     if math.prod(shape) * size != a.nbytes:
         raise ValueError("pinmem: shape %s of %s is not %d bytes" %
                          (shape, dtype, a.nbytes))
+    m = core._mapping_of(a)
+    if m is not None:
+        _MAPPINGS[m.addr] = m
     carrier = a.reshape(-1).view(np.uint8).view(_CARRIER[size])
     with warnings.catch_warnings():
         # Read-only memory: see the module's docstring for what a write does.
@@ -123,8 +126,6 @@ def view(region, dtype, shape, offset=0, writable=False):
     shape = core._shape_tuple(shape)
     nbytes = math.prod(shape) * element_size(dtype)
     raw = region.view(np.uint8, (nbytes,), offset=offset, writable=writable)
-    m = core._mapping_of(raw)
-    _MAPPINGS[m.addr] = m
     return from_array(raw, dtype, shape)
 
 

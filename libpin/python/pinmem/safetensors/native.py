@@ -8,11 +8,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _lib, dtypes
-from ._lib import lib
-from .core import (PinError, PinnedArray, _ViewMapping, _check,
+from .. import _lib, dtypes
+from .._lib import lib
+from ..core import (PinError, PinnedArray, _ViewMapping, _check,
                    _region_info)
-from .core import open as _open
+from ..core import open as _open
 
 
 def _need(name):
