@@ -627,6 +627,18 @@ class PinnedArray(np.ndarray):
         the array is held by must be its only reference."""
         _end(self, _BASE_RELEASE, quiet=False)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None,
+                   copy=None):
+        """DLPack export, read-only views included (pinmem.dlpack says
+        how); the view mapping lives until the consumer releases it."""
+        from . import dlpack
+        return dlpack.to_dlpack(self, max_version)
+
+    def __dlpack_device__(self):
+        """(kDLCPU, 0), or (kDLCUDAHost, 0) in a CUDA-registered range."""
+        from . import dlpack
+        return dlpack.device(self)
+
     @property
     def mapped(self):
         """Whether this array still reads a live view mapping."""
