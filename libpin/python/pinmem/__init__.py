@@ -23,6 +23,7 @@ if HAVE_ML_DTYPES:
     from .dtypes import bfloat16, float8_e4m3fn, float8_e5m2
 from .safetensors.native import (Checkpoint, load_safetensors,
                                  save_safetensors)
+from .fdpass import recv_fd, send_fd
 from ._lib import lib as _libpin
 
 LIBPIN_PATH = _libpin.pinmem_path
@@ -36,6 +37,7 @@ def __getattr__(name):
 __all__ = ["open", "Device", "Region", "PinnedArray", "Holder",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
            "ViewInUseError", "HAVE_ML_DTYPES", "format_of", "as_format", "load_safetensors",
-           "save_safetensors", "Checkpoint", "LIBPIN_PATH"]
+           "save_safetensors", "Checkpoint", "LIBPIN_PATH", "send_fd",
+           "recv_fd"]
 if HAVE_ML_DTYPES:
     __all__ += ["bfloat16", "float8_e4m3fn", "float8_e5m2"]

@@ -222,6 +222,15 @@ class Device:
                    self._err, "alloc %d bytes" % nbytes)
         return Region(p.value, self)
 
+    def import_region(self, fd):
+        """A Region handle of a region fd (from recv_fd, say); the handle
+        owns a duplicate, the caller keeps fd."""
+        p = ctypes.c_void_p()
+        with self._lock:
+            _check(lib.pin_region_import(self._ptr(), fd, ctypes.byref(p)),
+                   self._err, "import region fd %d" % fd)
+        return Region(p.value, self)
+
     def __repr__(self):
         return "<pinmem.Device %s%s>" % (self.backend,
                                          "" if self._h.alive else " closed")

@@ -18,7 +18,9 @@ too.
 """
 from ._format import SafetensorError
 from ._open import safe_open
+from .fill import Place, Placement, fill, fill_view, load_into
 from .native import Checkpoint, load_safetensors, save_safetensors
 
 __all__ = ["safe_open", "SafetensorError", "Checkpoint", "load_safetensors",
-           "save_safetensors"]
+           "save_safetensors", "load_into", "fill_view", "fill", "Placement",
+           "Place"]

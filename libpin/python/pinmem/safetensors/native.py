@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _lib, dtypes
 from .._lib import lib
-from ..core import (PinError, PinnedArray, _ViewMapping, _check,
+from ..core import (PinError, PinnedArray, Region, _ViewMapping, _check,
                    _region_info)
 from ..core import open as _open
 
@@ -87,7 +87,8 @@ class Checkpoint(Mapping):
     for BF16) with no arithmetic; .formats names their format.
 
     Attributes: metadata (the __metadata__ map), files (paths, in load
-    order), region_ids, region_info (each region's RegionInfo when the
+    order), regions (each file's Region: donate, reopen and refill it with
+    pinmem.safetensors.load_into), region_ids, region_info (each region's RegionInfo when the
     load finished: sealed, its counts), stats (the load's I/O: bytes,
     seconds (the whole call), io_seconds (moving bytes), gb_per_s (bytes
     over io_seconds),
@@ -95,8 +96,12 @@ class Checkpoint(Mapping):
     (name -> safetensors dtype name)."""
 
     def __init__(self, arrays, formats, metadata, files, region_ids, stats,
-                 region_info):
+                 region_info, regions=None):
         self._arrays = arrays
+        # The Region of each file (the caller's now: seal, donate, reopen,
+        # refill it; views outlive it), or None where libpin cannot hand
+        # them over.
+        self.regions = regions
         self.formats = formats
         self.metadata = metadata
         self.files = files
@@ -159,6 +164,15 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 raws.append(raw)
                 region_ids.append(rid)
                 by_region[rp] = raw
+            regions = None
+            if _lib.has("pin_st_take_region"):
+                # Ours now: pin_st_free below no longer frees them. The
+                # owner mapping is not needed until someone asks for it.
+                regions = []
+                for i in range(len(files)):
+                    rp = lib.pin_st_take_region(ck.ptr, i)
+                    lib.pin_region_unmap(rp)
+                    regions.append(Region(rp, dev))
             arrays, formats = {}, {}
             t = _lib.PinStTensor()
             for i in range(lib.pin_st_count(ck.ptr)):
@@ -186,7 +200,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                                        ctypes.byref(v)) == 0:
                     meta[_lib.text(k.value)] = _lib.text(v.value)
         return Checkpoint(arrays, formats, meta, files, region_ids, stats,
-                          infos)
+                          infos, regions)
     finally:
         if own_dev:
             dev.close()
