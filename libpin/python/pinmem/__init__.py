@@ -1,16 +1,32 @@
 # SPDX-License-Identifier: MIT
 """pinmem: pinned host memory whose sharing and reuse the kernel arbitrates.
 
-    import pinmem
-    dev = pinmem.open()                       # /dev/pinmem, else portable
-    r = dev.alloc(64 << 20)                   # zeroed, pinned, OPEN
-    with r.view(pinmem.bfloat16, (4096, 4096), writable=True) as w:
-        w[...] = 0                            # fill while OPEN
+Checkpoints, as safetensors users load them (tensors in pinned memory):
+
+    from pinmem.safetensors.torch import load_file, save_file
+    sd = load_file("model.safetensors")       # sealed region, read-only
+    from pinmem.safetensors import safe_open
+    with safe_open("model.safetensors", framework="pt") as f:
+        w = f.get_slice("w")[:, ::2]
+
+PyTorch tensors over regions (pinmem.torch), mapping owned by the storage:
+
+    import torch, pinmem, pinmem.torch as pt
+    r = pinmem.open().alloc(64 << 20)         # /dev/pinmem, else portable
+    w = pt.view(r, torch.bfloat16, (4096, 4096), writable=True)
+    w.fill_(1.0); del w                       # fill while OPEN
     r.seal()                                  # read-only to views now
-    a = r.view(pinmem.bfloat16, (4096, 4096)) # its own mapping, counted
-    r.donate()                                # BusyError naming a's holder
-    del a                                     # unmapped with the last array
+    t = pt.view(r, torch.bfloat16, (4096, 4096))
+    r.donate()                                # BusyError naming t's holder
+    del t                                     # unmapped with its storage
     r.donate()                                # succeeds
+
+NumPy views (PinnedArray), the same way:
+
+    import numpy as np
+    a = r.view(np.float16, (4096, 4096))      # its own mapping, counted
+    with r.view(np.uint8, (4096,)) as b:      # ends with the block
+        ...
 
 A ctypes binding over libpin (build/lib/libpin.so.0 of the checkout, or
 $PINMEM_LIBPIN, or the installed libpin.so.0). See README.md.
