@@ -28,6 +28,17 @@ static void same_bytes(struct pin_st *a, struct pin_st *b)
 	}
 }
 
+/* fallocate of a memfd may be interrupted (EINTR), as the loader knows. */
+static int alloc_retry(struct pin_dev *dev, uint64_t size,
+		       struct pin_region **rp)
+{
+	int i, ret = -EINTR;
+
+	for (i = 0; i < 5 && ret == -EINTR; i++)
+		ret = pin_alloc(dev, size, 0, rp);
+	return ret;
+}
+
 static void fill_at(struct pin_dev *dev, const char *path,
 		    struct pin_st *ref)
 {
@@ -39,7 +50,7 @@ static void fill_at(struct pin_dev *dev, const char *path,
 	uint64_t off = 3 * 4096, i;
 	int ret;
 
-	CHECK(pin_alloc(dev, 8 << 20, 0, &r) == 0, "%s", pin_dev_error(dev));
+	CHECK(alloc_retry(dev, 8 << 20, &r) == 0, "%s", pin_dev_error(dev));
 	CHECK(pin_region_map(r, (void **)&own) == 0, "%s", pin_region_error(r));
 	memset(own, 0xa5, 8 << 20);
 	ret = pin_st_load_into(ck, r, off, path, NULL);
