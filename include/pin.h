@@ -540,6 +540,31 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		const struct pin_io_opts *opts);
 
+/*
+ * Load one .safetensors file into r, a region the caller owns (and keeps
+ * owning), at region_off (a multiple of PIN_IO_ALIGN): its header is read
+ * and checked, and the data section's aligned superset (pin_io_span) is
+ * read with the same engine as pin_st_load (io_uring, O_DIRECT where
+ * allowed) into [region_off, region_off + span) through r's owner
+ * mapping. The wanted bytes start (data start % PIN_IO_ALIGN) bytes in;
+ * the tensors' region, region_offset and data say where. r must be open
+ * or donated (its owner writes; e.g. DONATED then pin_reopen) and is left
+ * in its state: seal it when the caller is done. pin_st_region() of the
+ * checkpoint is NULL (it does not own r); r must outlive the checkpoint's
+ * use of its tensors. Errors: -EINVAL (offset, an index file, format
+ * rules), -EPERM (r is sealed), -ENOSPC (does not fit), -EBUSY (ck not
+ * empty), and pin_st_load's.
+ */
+int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
+		     uint64_t region_off, const char *path,
+		     const struct pin_io_opts *opts);
+/*
+ * Hand the region file i was loaded into (by pin_st_load) over to the
+ * caller, who frees it with pin_region_free; the checkpoint's tensors go
+ * on pointing into it. NULL if there is none or it was taken already.
+ */
+struct pin_region *pin_st_take_region(struct pin_st *ck, size_t i);
+
 size_t pin_st_count(const struct pin_st *ck);
 /* Tensor i in file order (shard by shard, by offset); -ERANGE past the end. */
 int pin_st_tensor(const struct pin_st *ck, size_t i, struct pin_st_tensor *out);

@@ -1005,6 +1005,123 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 	return ret;
 }
 
+/* Why r cannot take a load at region_off, or 0. */
+static int check_fill_target(struct pin_st *ck, struct pin_region *r,
+			     uint64_t region_off, uint64_t span,
+			     const char *path)
+{
+	struct pin_region_info ri;
+	int ret = pin_region_info(r, &ri);
+
+	if (ret)
+		return st_fail(ck, ret, "%s: region info: %s", path,
+			       pin_region_error(r));
+	if (ri.state == PIN_STATE_SEALED)
+		return st_fail(ck, -EPERM, "%s: region %llu is sealed: its owner writes only while it is open or donated (reopen it first)",
+			       path, (unsigned long long)ri.id);
+	if (region_off > ri.size || span > ri.size - region_off)
+		return st_fail(ck, -ENOSPC, "%s: %llu bytes (the data section's aligned superset) do not fit in region %llu (%llu bytes) at offset %llu",
+			       path, (unsigned long long)span,
+			       (unsigned long long)ri.id,
+			       (unsigned long long)ri.size,
+			       (unsigned long long)region_off);
+	return 0;
+}
+
+/* Read file 0's data section into r at region_off (see pin.h). */
+static int fill_region(struct pin_st *ck, struct pin_region *r,
+		       uint64_t region_off, const struct pin_io_opts *o)
+{
+	struct st_file *sf = &ck->files[0];
+	struct pin_io_stats st;
+	uint64_t t0 = pin__now_ns(), head, span;
+	struct pin__file f;
+	size_t i;
+	char *map;
+	int ret;
+
+	memset(&st, 0, sizeof(st));
+	ret = pin__io_open_read(&f, sf->path, o, &st);
+	if (ret)
+		return st_fail(ck, ret, "%s", st.error);
+	ret = read_header(ck, &f, 0);
+	if (ret)
+		goto out;
+	head = sf->data_start & (PIN_IO_ALIGN - 1);
+	span = pin_io_span(sf->data_start, sf->data_len);
+	ret = check_fill_target(ck, r, region_off, span, sf->path);
+	if (ret)
+		goto out;
+	ret = pin_region_map(r, (void **)&map);
+	if (ret) {
+		st_fail(ck, ret, "%s: mapping the region: %s", sf->path,
+			pin_region_error(r));
+		goto out;
+	}
+	ret = pin__io_read_fd(&f, map + region_off,
+			      sf->data_start - head, span,
+			      sf->data_start + sf->data_len, o, &st);
+	st.direct = f.direct;
+	if (ret) {
+		st_fail(ck, ret, "%s", st.error);
+		goto out;
+	}
+	for (i = 0; i < ck->n; i++) {
+		ck->t[i].pub.region = r;
+		ck->t[i].pub.region_offset = region_off + head + ck->t[i].begin;
+		ck->t[i].pub.data = map + ck->t[i].pub.region_offset;
+	}
+	st.ns = pin__now_ns() - t0;
+	stats_add(&ck->stats, &st, 1);
+out:
+	pin__io_close(&f);
+	return ret;
+}
+
+int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
+		     uint64_t region_off, const char *path,
+		     const struct pin_io_opts *opts)
+{
+	struct pin_io_opts o;
+	int ret;
+
+	if (ck->n || ck->nfiles)
+		return st_fail(ck, -EBUSY, "checkpoint is not empty");
+	ck->err[0] = 0;
+	memset(&ck->stats, 0, sizeof(ck->stats));
+	if (!r || region_off % PIN_IO_ALIGN)
+		return st_fail(ck, -EINVAL, "%s: region offset %llu is not a multiple of %u",
+			       path, (unsigned long long)region_off,
+			       PIN_IO_ALIGN);
+	if (ends_with(path, ".index.json"))
+		return st_fail(ck, -EINVAL, "%s: a sharded checkpoint: load each shard at an offset of its own",
+			       path);
+	ret = pin__io_opts(opts, &o, &ck->stats);
+	if (ret)
+		return st_fail(ck, ret, "%s", ck->stats.error);
+	ret = add_file(ck, path);
+	if (!ret)
+		ret = fill_region(ck, r, region_off, &o);
+	if (!ret)
+		ret = build_index(ck);
+	if (ret == -ENOMEM && !ck->err[0])
+		st_fail(ck, ret, "out of memory");
+	if (ret)
+		st_clear(ck);
+	return ret;
+}
+
+struct pin_region *pin_st_take_region(struct pin_st *ck, size_t i)
+{
+	struct pin_region *r;
+
+	if (i >= ck->nfiles)
+		return NULL;
+	r = ck->files[i].region;
+	ck->files[i].region = NULL;
+	return r;
+}
+
 size_t pin_st_count(const struct pin_st *ck)
 {
 	return ck->n;

@@ -13,7 +13,8 @@ sparse cppcheck valgrind liburing-dev fio groff-base
 python3 python3-numpy python3-pytest python3-setuptools python3-pip
 debhelper dh-dkms dh-python dkms python3-all lintian mmdebstrap
 clang libfuzzer-14-dev libjansson-dev
-ccache bc flex bison libelf-dev libssl-dev linux-source-6.1"
+ccache bc flex bison libelf-dev libssl-dev linux-source-6.1
+python3-torch"
 
 missing=
 for p in $pkgs; do

@@ -35,34 +35,49 @@ def rng_bits(shape, dtype, seed):
                       dtype=np.uint8).view(dtype).reshape(shape)
 
 
-def test_raw_formats_say_what_they_hold():
+# Formats NumPy lacks (without ml_dtypes): raw void bytes of the element
+# size, saved under an explicitly given format name.
+RAW = {"BF16": (pinmem.bfloat16 if pinmem.HAVE_ML_DTYPES else "V2"),
+       "F8_E4M3": (pinmem.float8_e4m3fn if pinmem.HAVE_ML_DTYPES else "V1"),
+       "F8_E5M2": (pinmem.float8_e5m2 if pinmem.HAVE_ML_DTYPES else "V1")}
+
+
+def test_raw_formats_cannot_be_mislabelled(scratch):
+    """Without ml_dtypes no dtype stands for BF16 over integer values:
+    np.ones of pinmem.bfloat16 was saved as BF16 bits 0x0001 before."""
     if pinmem.HAVE_ML_DTYPES:
         pytest.skip("ml_dtypes is installed: bfloat16 is its dtype")
-    assert pinmem.bfloat16 == np.dtype(np.uint16)
-    assert pinmem.bfloat16.metadata == {"pinmem.format": "BF16"}
-    assert pinmem.float8_e4m3fn.metadata == {"pinmem.format": "F8_E4M3"}
-    assert pinmem.float8_e5m2.metadata == {"pinmem.format": "F8_E5M2"}
-    a = np.zeros((2, 3), pinmem.bfloat16)
-    assert pinmem.format_of(a) == "BF16"
-    assert pinmem.format_of(a[1:]) == "BF16"      # derived arrays keep it
+    with pytest.raises(AttributeError, match="ml_dtypes"):
+        np.ones((4, 4), pinmem.bfloat16)
+    path = os.path.join(scratch, "raw.safetensors")
+    raw = np.ones(4, "V2")                  # b"\x01\x00" each
+    with pytest.raises(ValueError, match="raw bytes"):
+        pinmem.format_of(raw)
+    with pytest.raises(ValueError, match="raw bytes"):
+        pinmem.save_safetensors(path, {"w": raw})
+    assert not os.path.exists(path)
+    with pytest.raises(ValueError, match="16 bits, the array's int8 8"):
+        pinmem.save_safetensors(path, {"w": np.zeros(4, np.int8)},
+                                formats={"w": "BF16"})
     assert pinmem.format_of(np.zeros(3, np.uint16)) == "U16"
-    assert pinmem.format_of(pinmem.as_format(np.zeros(3, np.uint8),
-                                             "F8_E5M2")) == "F8_E5M2"
 
 
 def test_round_trip_bf16_and_float8(scratch, dev):
     path = os.path.join(scratch, "model.safetensors")
     arrays = {
-        "w.bf16": rng_bits((33, 65), pinmem.bfloat16, 1),
-        "w.e4m3": rng_bits((17, 9), pinmem.float8_e4m3fn, 2),
-        "w.e5m2": rng_bits((5, 7, 3), pinmem.float8_e5m2, 3),
+        "w.bf16": rng_bits((33, 65), RAW["BF16"], 1),
+        "w.e4m3": rng_bits((17, 9), RAW["F8_E4M3"], 2),
+        "w.e5m2": rng_bits((5, 7, 3), RAW["F8_E5M2"], 3),
         "f32": np.linspace(-1, 1, 300, dtype=np.float32).reshape(10, 30),
         "i64": np.arange(-5, 6, dtype=np.int64),
         "scalar": np.array(3.5, dtype=np.float64),
         "empty": np.zeros((0, 4), np.float16),
         "strided": np.arange(100, dtype=np.int32)[::3],
     }
-    pinmem.save_safetensors(path, arrays, metadata={"format": "pt"})
+    raw_formats = {"w.bf16": "BF16", "w.e4m3": "F8_E4M3",
+                   "w.e5m2": "F8_E5M2"}
+    pinmem.save_safetensors(path, arrays, metadata={"format": "pt"},
+                            formats=raw_formats)
 
     # The file, read without libpin.
     on_disk, meta, data_start = read_independently(path)
@@ -87,7 +102,12 @@ def test_round_trip_bf16_and_float8(scratch, dev):
         assert t.shape == a.shape and t.dtype == a.dtype
         assert not t.flags.writeable
         assert t.tobytes() == np.ascontiguousarray(a).tobytes()
-        assert pinmem.format_of(t) == want_names[name]
+        if name not in raw_formats or pinmem.HAVE_ML_DTYPES:
+            assert pinmem.format_of(t) == want_names[name]
+    # Saved back as loaded, with the checkpoint's own format names.
+    again = os.path.join(scratch, "again.safetensors")
+    pinmem.save_safetensors(again, ck, formats=ck.formats)
+    assert read_independently(again)[0] == on_disk
     st = ck.stats
     assert st["bytes"] >= sum(a.nbytes for a in arrays.values())
     if os.environ.get("PINMEM_SCRATCH") and dev.backend == "device":
@@ -117,7 +137,7 @@ def test_loaded_tensors_hold_the_region(scratch, dev):
 
 
 @pytest.mark.skipif(not pinmem.HAVE_ML_DTYPES, reason="ml_dtypes is not "
-                    "installed (raw uint16/uint8 forms are tested instead)")
+                    "installed (raw void forms are tested instead)")
 def test_round_trip_ml_dtypes_values(scratch, dev):
     import ml_dtypes
     path = os.path.join(scratch, "ml.safetensors")
@@ -132,10 +152,11 @@ def test_round_trip_ml_dtypes_values(scratch, dev):
 
 def test_sharded_index(scratch, dev):
     a = {"x": np.arange(50, dtype=np.float32)}
-    b = {"y": rng_bits((9,), pinmem.bfloat16, 7),
+    b = {"y": rng_bits((9,), RAW["BF16"], 7),
          "z": np.arange(4, dtype=np.uint8)}
     pinmem.save_safetensors(os.path.join(scratch, "m-1.safetensors"), a)
-    pinmem.save_safetensors(os.path.join(scratch, "m-2.safetensors"), b)
+    pinmem.save_safetensors(os.path.join(scratch, "m-2.safetensors"), b,
+                            formats={"y": "BF16"})
     index = os.path.join(scratch, "m.safetensors.index.json")
     with open(index, "w") as f:
         json.dump({"metadata": {}, "weight_map": {

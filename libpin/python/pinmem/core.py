@@ -264,6 +264,15 @@ class Device:
                    self._err, "alloc %d bytes" % nbytes)
         return Region(p.value, self)
 
+    def import_region(self, fd):
+        """A Region handle of a region fd (from recv_fd, say); the handle
+        owns a duplicate, the caller keeps fd."""
+        p = ctypes.c_void_p()
+        with self._lock:
+            _check(lib.pin_region_import(self._ptr(), fd, ctypes.byref(p)),
+                   self._err, "import region fd %d" % fd)
+        return Region(p.value, self)
+
     def __repr__(self):
         return "<pinmem.Device %s%s>" % (self.backend,
                                          "" if self._h.alive else " closed")
@@ -702,6 +711,18 @@ class PinnedArray(np.ndarray):
         """End the mapping now, as the end of a with block does: the name
         the array is held by must be its only reference."""
         _end(self, _BASE_RELEASE, quiet=False)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None,
+                   copy=None):
+        """DLPack export, read-only views included (pinmem.dlpack says
+        how); the view mapping lives until the consumer releases it."""
+        from . import dlpack
+        return dlpack.to_dlpack(self, max_version)
+
+    def __dlpack_device__(self):
+        """(kDLCPU, 0), or (kDLCUDAHost, 0) in a CUDA-registered range."""
+        from . import dlpack
+        return dlpack.device(self)
 
     @property
     def mapped(self):

@@ -8,7 +8,7 @@ libpin's words (which name the library it tried)."""
 import ctypes
 import weakref
 
-from . import _lib
+from . import _lib, dlpack
 from ._lib import lib
 from .core import PinError, _check
 
@@ -30,10 +30,12 @@ for _n in ("pin_cuda_open", "pin_cuda_close", "pin_cuda_error",
         _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
 
 
-def _close_cuda(ptr, registered):
+def _close_cuda(ptr, registered, key):
     """Unregister what is left and release the context, then let go of
     the regions (their handles may be freed only after unregistering)."""
     lib.pin_cuda_close(ptr)
+    for r in registered:
+        dlpack._CUDA_RANGES.pop((key, r.id), None)
     registered.clear()
 
 
@@ -54,7 +56,7 @@ class Cuda:
         self.device = device
         self._registered = []
         self._fin = weakref.finalize(self, _close_cuda, self.ptr,
-                                     self._registered)
+                                     self._registered, id(self))
         self._fin.atexit = False
 
     def register(self, region):
@@ -62,11 +64,17 @@ class Cuda:
         _check(lib.pin_cuda_register(self.ptr, region._ptr(), 0),
                lambda: lib.pin_cuda_error(self.ptr), "cuda register")
         self._registered.append(region)
+        # DLPack reports arrays in this range as kDLCUDAHost.
+        addr = ctypes.c_void_p()
+        if lib.pin_region_map(region._ptr(), ctypes.byref(addr)) == 0:
+            dlpack._CUDA_RANGES[(id(self), region.id)] = \
+                (addr.value, addr.value + region.size)
 
     def unregister(self, region):
         _check(lib.pin_cuda_unregister(self.ptr, region._ptr()),
                lambda: lib.pin_cuda_error(self.ptr), "cuda unregister")
         self._registered.remove(region)
+        dlpack._CUDA_RANGES.pop((id(self), region.id), None)
 
     def close(self):
         if self.ptr:

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _lib, dtypes
-from ._lib import lib
-from .core import (PinError, PinnedArray, _ViewMapping, _check,
+from .. import _lib, dtypes
+from .._lib import lib
+from ..core import (PinError, PinnedArray, Region, _ViewMapping, _check,
                    _region_info)
-from .core import open as _open
+from ..core import open as _open
 
 
 def _need(name):
@@ -71,9 +71,10 @@ def _tensor_dtype(code):
     try:
         return name, dtypes.from_name(name)
     except KeyError:
-        # No NumPy form (F4, F6_*, F8_E8M0): raw bytes, format noted.
+        # No NumPy form (F4, F6_*, F8_E8M0; BF16/F8 without ml_dtypes):
+        # raw void bytes, nameless, so that no save can mislabel them.
         # Sub-byte formats come as their packed bytes (shape (nbytes,)).
-        return name, np.dtype("u1", metadata={dtypes.FORMAT_KEY: name})
+        return name, dtypes.raw_dtype(name, lib.pin_dtype_bits(code))
 
 
 class Checkpoint(Mapping):
@@ -82,11 +83,12 @@ class Checkpoint(Mapping):
     Each file was read into its own region, which was then sealed; the
     tensors of one file share one read-only view mapping of that region,
     which lives as long as any of them. Tensors whose format NumPy lacks
-    (F4, F6, F8_E8M0; BF16/F8 without ml_dtypes) are raw bytes or raw
-    integers whose dtype metadata names the format (pinmem.format_of).
+    (F4, F6, F8_E8M0; BF16/F8 without ml_dtypes) are raw void bytes ('V2'
+    for BF16) with no arithmetic; .formats names their format.
 
     Attributes: metadata (the __metadata__ map), files (paths, in load
-    order), region_ids, region_info (each region's RegionInfo when the
+    order), regions (each file's Region: donate, reopen and refill it with
+    pinmem.safetensors.load_into), region_ids, region_info (each region's RegionInfo when the
     load finished: sealed, its counts), stats (the load's I/O: bytes,
     seconds (the whole call), io_seconds (moving bytes), gb_per_s (bytes
     over io_seconds),
@@ -94,8 +96,12 @@ class Checkpoint(Mapping):
     (name -> safetensors dtype name)."""
 
     def __init__(self, arrays, formats, metadata, files, region_ids, stats,
-                 region_info):
+                 region_info, regions=None):
         self._arrays = arrays
+        # The Region of each file (the caller's now: seal, donate, reopen,
+        # refill it; views outlive it), or None where libpin cannot hand
+        # them over.
+        self.regions = regions
         self.formats = formats
         self.metadata = metadata
         self.files = files
@@ -158,6 +164,15 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 raws.append(raw)
                 region_ids.append(rid)
                 by_region[rp] = raw
+            regions = None
+            if _lib.has("pin_st_take_region"):
+                # Ours now: pin_st_free below no longer frees them. The
+                # owner mapping is not needed until someone asks for it.
+                regions = []
+                for i in range(len(files)):
+                    rp = lib.pin_st_take_region(ck.ptr, i)
+                    lib.pin_region_unmap(rp)
+                    regions.append(Region(rp, dev))
             arrays, formats = {}, {}
             t = _lib.PinStTensor()
             for i in range(lib.pin_st_count(ck.ptr)):
@@ -185,19 +200,20 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                                        ctypes.byref(v)) == 0:
                     meta[_lib.text(k.value)] = _lib.text(v.value)
         return Checkpoint(arrays, formats, meta, files, region_ids, stats,
-                          infos)
+                          infos, regions)
     finally:
         if own_dev:
             dev.close()
 
 
 def save_safetensors(path, arrays, metadata=None, queue_depth=None,
-                     request_size=None, direct=True):
+                     request_size=None, direct=True, formats=None):
     """Write arrays (a mapping, or pairs, of name -> array) to path as a
     safetensors file with libpin's writer (written to a temporary name,
-    fsynced, renamed over path). The dtype names the format: bfloat16 and
-    float8 through ml_dtypes or pinmem's raw dtypes (pinmem.as_format).
-    Returns the I/O stats."""
+    fsynced, renamed over path). The dtype names the format (bfloat16 and
+    float8 through ml_dtypes); formats (name -> safetensors dtype name)
+    says it for raw arrays (a loaded checkpoint's .formats fits), whose
+    element size must match. Returns the I/O stats."""
     _need("pin_st_save")
     items = list(arrays.items()) if isinstance(arrays, Mapping) \
         else list(arrays)
@@ -206,10 +222,16 @@ def save_safetensors(path, arrays, metadata=None, queue_depth=None,
     keep = []
     for i, (name, a) in enumerate(items):
         a = np.asarray(a)
-        fmt = dtypes.format_of(a)
+        fmt = (formats or {}).get(name) or dtypes.format_of(a)
         code = lib.pin_dtype_from_name(fmt.encode())
         if code <= 0:
             raise ValueError("pinmem: libpin does not know dtype %s" % fmt)
+        if lib.pin_dtype_bits(code) != 8 * a.dtype.itemsize and \
+                lib.pin_dtype_bits(code) % 8 == 0:
+            raise ValueError("pinmem: %s: %s elements are %d bits, the "
+                             "array's %s %d" % (name, fmt,
+                                                lib.pin_dtype_bits(code),
+                                                a.dtype, 8 * a.dtype.itemsize))
         if not a.flags.c_contiguous:
             a = a.copy(order="C")     # (ascontiguousarray makes 0-d 1-d)
         bname = name.encode("utf-8")

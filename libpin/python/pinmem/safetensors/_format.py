@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""The safetensors file layout as the safetensors library (0.7) writes and
+checks it, for pinmem.safetensors.numpy/.torch.
+
+Writing (byte for byte what safetensors 0.7 writes): an 8-byte
+little-endian header length, a compact JSON header (no spaces) holding
+"__metadata__" first when metadata is given, then every tensor sorted by
+dtype, larger/later dtypes first in safetensors' Dtype order, and by name
+within a dtype, their data back to back in that order; the header padded
+with spaces to a multiple of 8 bytes.
+
+Reading: the rules and messages of safetensors' read_metadata/validate,
+raised as SafetensorError("Error while deserializing header: ...").
+"""
+import json
+import math
+import struct
+
+MAX_HEADER_SIZE = 100_000_000
+
+# safetensors' Dtype enum in declaration order (0.6/0.7): the sort key of
+# the writer, which puts the highest first.
+DTYPE_ORDER = ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2",
+               "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16", "I32",
+               "U32", "F32", "C64", "F64", "I64", "U64"]
+BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8,
+        "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
+        "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64,
+        "F64": 64, "I64": 64, "U64": 64}
+_RANK = {name: i for i, name in enumerate(DTYPE_ORDER)}
+
+# Framework dtype names safetensors' serializer accepts (numpy's
+# dtype.name, torch's str(dtype) after the dot) -> file dtype.
+FROM_FRAMEWORK = {
+    "bool": "BOOL", "int8": "I8", "uint8": "U8", "int16": "I16",
+    "uint16": "U16", "int32": "I32", "uint32": "U32", "int64": "I64",
+    "uint64": "U64", "float16": "F16", "float32": "F32", "float64": "F64",
+    "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+    "float8_e8m0fnu": "F8_E8M0", "float4_e2m1fn_x2": "F4",
+    "complex64": "C64",
+}
+
+
+class SafetensorError(Exception):
+    """safetensors' error type (safetensors_rust.SafetensorError there)."""
+
+
+SafetensorError.__module__ = "pinmem.safetensors"
+
+
+def _header_error(text):
+    return SafetensorError("Error while deserializing header: " + text)
+
+
+def file_dtype(framework_name):
+    try:
+        return FROM_FRAMEWORK[framework_name]
+    except KeyError:
+        raise SafetensorError("dtype %s is not covered" % framework_name) \
+            from None
+
+
+def _jstr(s):
+    # serde_json and json.dumps(ensure_ascii=False) escape alike: \" \\
+    # \b \f \n \r \t, other control characters as \u00xx.
+    return json.dumps(s, ensure_ascii=False)
+
+
+def serialize(entries, metadata):
+    """entries: list of (name, file dtype, shape, bytes-like). Returns the
+    list of buffers making the file, in order (header first)."""
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise TypeError("argument 'metadata': '%s' object cannot be "
+                            "converted to 'PyDict'" % type(metadata).__name__)
+        for k, v in metadata.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                bad = k if not isinstance(k, str) else v
+                raise TypeError("argument 'metadata': '%s' object cannot be "
+                                "converted to 'PyString'" %
+                                type(bad).__name__)
+    order = sorted(entries, key=lambda e: (-_RANK[e[1]], e[0]))
+    parts = []
+    if metadata is not None:
+        parts.append('"__metadata__":{%s}' % ",".join(
+            "%s:%s" % (_jstr(k), _jstr(v)) for k, v in metadata.items()))
+    off = 0
+    datas = []
+    for name, dt, shape, data in order:
+        n = memoryview(data).nbytes
+        nbits = math.prod(shape) * BITS[dt]
+        if nbits % 8 or nbits // 8 != n:
+            raise SafetensorError("tensor of type %s and shape %s can't be "
+                                  "created from %d bytes" %
+                                  (dt, list(shape), n))
+        parts.append('%s:{"dtype":"%s","shape":[%s],"data_offsets":[%d,%d]}'
+                     % (_jstr(name), dt, ",".join(str(int(s)) for s in shape),
+                        off, off + n))
+        off += n
+        datas.append(data)
+    head = ("{" + ",".join(parts) + "}").encode("utf-8")
+    head += b" " * ((8 - len(head) % 8) % 8)
+    return [struct.pack("<Q", len(head)), head] + datas
+
+
+def _utf8_error(e):
+    return "invalid UTF-8 in header: invalid utf-8 sequence of %d bytes " \
+           "from index %d" % (e.end - e.start, e.start)
+
+
+def parse_header(head8, read, total):
+    """Check a file's header the way safetensors does. head8: its first
+    (up to) 8 bytes; read(n): the next n bytes; total: the file's size.
+    Returns (metadata or None, [(name, dtype, shape, begin, end)] in offset
+    order, data start)."""
+    if total < 8 or len(head8) < 8:
+        raise _header_error("header too small")
+    (n,) = struct.unpack("<Q", head8[:8])
+    if n > MAX_HEADER_SIZE:
+        raise _header_error("header too large")
+    if n + 8 > total:
+        raise _header_error("invalid header length")
+    raw = read(n)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _header_error(_utf8_error(e)) from None
+    if not text.startswith("{"):
+        raise _header_error("invalid start character in header, must be `{`")
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise _header_error("invalid JSON in header: %s" % e) from None
+    meta = None
+    tensors = []
+    for name, e in obj.items():
+        if name == "__metadata__":
+            if not isinstance(e, dict) or not all(
+                    isinstance(v, str) for v in e.values()):
+                raise _header_error("invalid JSON in header: __metadata__ "
+                                    "is not a map of strings")
+            meta = e
+            continue
+        tensors.append((name, _entry(name, e)))
+    tensors.sort(key=lambda t: (t[1][2], t[1][3]))
+    start = 0
+    out = []
+    for name, (dt, shape, b, e) in tensors:
+        if b != start or e < b:
+            raise _header_error("invalid offset for tensor `%s`" % name)
+        start = e
+        nbits = math.prod(shape) * BITS[dt]
+        if nbits % 8:
+            raise _header_error("The slice is slicing for subbytes dtypes, "
+                                "and the slice does not end up at a byte "
+                                "boundary, this is invalid.")
+        if nbits // 8 != e - b:
+            raise _header_error("invalid shape, data type, or offset for "
+                                "tensor")
+        out.append((name, dt, shape, b, e))
+    if start + 8 + n != total:
+        raise _header_error("incomplete metadata, file not fully covered")
+    return meta, out, 8 + n
+
+
+def _entry(name, e):
+    ok = isinstance(e, dict) and set(e) == {"dtype", "shape", "data_offsets"}
+    if ok:
+        dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+        ok = isinstance(shape, list) and isinstance(offs, list) and \
+            len(offs) == 2 and all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                for x in shape + offs)
+    if not ok:
+        raise _header_error("invalid JSON in header: tensor `%s` is not "
+                            "{dtype, shape, data_offsets}" % name)
+    if dt not in BITS:
+        raise _header_error("invalid JSON in header: unknown variant `%s`, "
+                            "expected one of %s" %
+                            (dt, ", ".join("`%s`" % d for d in DTYPE_ORDER)))
+    return dt, tuple(shape), offs[0], offs[1]
+
+
+def parse_bytes(data):
+    """parse_header over a whole file image in memory."""
+    data = memoryview(data)
+    pos = [8]
+
+    def read(k):
+        b = bytes(data[pos[0]:pos[0] + k])
+        pos[0] += k
+        return b
+    return parse_header(bytes(data[:8]), read, data.nbytes)
+
+
+def parse_file(filename):
+    """parse_header of a file; FileNotFoundError as safetensors words it."""
+    try:
+        f = open(filename, "rb")
+    except FileNotFoundError:
+        raise FileNotFoundError("No such file or directory: %s" %
+                                _rust_debug_path(filename)) from None
+    with f:
+        import os
+        total = os.fstat(f.fileno()).st_size
+        return parse_header(f.read(8), f.read, total)
+
+
+def _rust_debug_path(p):
+    # Rust's {:?} of a PathBuf: the path in double quotes, escaped.
+    import os
+    return json.dumps(os.fsdecode(p), ensure_ascii=False)

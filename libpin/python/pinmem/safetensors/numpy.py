@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: MIT
+"""safetensors.numpy's API, over pinned memory.
+
+    from pinmem.safetensors.numpy import load_file, save_file
+    tensors = load_file("model.safetensors")   # read-only arrays, pinned
+    save_file({"w": w}, "copy.safetensors")     # byte-identical to safetensors
+
+Same names, signatures, defaults, exception types and messages as
+safetensors 0.7's safetensors.numpy. Differences: loaded arrays are
+read-only views of a sealed pinned region (writing raises ValueError);
+BF16/F8 need ml_dtypes (without it: TypeError saying so; use
+pinmem.safetensors.torch).
+"""
+import numpy as np
+
+from . import _format
+from ._open import load_bytes, safe_open
+
+__all__ = ["save", "save_file", "load", "load_file"]
+
+
+def _entries(tensor_dict):
+    out = []
+    for name, a in tensor_dict.items():
+        a = np.asarray(a)
+        dt = _format.file_dtype(a.dtype.name)
+        if a.dtype.byteorder == ">":
+            a = a.byteswap().view(a.dtype.newbyteorder("<"))
+        a = np.ascontiguousarray(a)
+        out.append((name, dt, a.shape, a.reshape(-1).view(np.uint8)))
+    return out
+
+
+def save(tensor_dict, metadata=None):
+    """The safetensors file image of tensor_dict (name -> array), as bytes."""
+    return b"".join(bytes(p) for p in _format.serialize(
+        _entries(tensor_dict), metadata))
+
+
+def save_file(tensor_dict, filename, metadata=None):
+    """Write tensor_dict to filename as safetensors does (same bytes)."""
+    parts = _format.serialize(_entries(tensor_dict), metadata)
+    with open(filename, "wb") as f:
+        for p in parts:
+            f.write(p)
+
+
+def load(data):
+    """name -> read-only array (pinned) from a safetensors file image."""
+    return load_bytes(data, "np")
+
+
+def load_file(filename):
+    """name -> read-only array over pinned memory, in file order."""
+    with safe_open(filename, framework="np") as f:
+        return {k: f.get_tensor(k) for k in f.offset_keys()}

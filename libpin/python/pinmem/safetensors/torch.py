@@ -1,0 +1,242 @@
+# SPDX-License-Identifier: MIT
+"""safetensors.torch's API, over pinned memory.
+
+    from pinmem.safetensors.torch import load_file, save_file
+    sd = load_file("model.safetensors")      # tensors in pinned memory
+    model.load_state_dict(sd)
+    save_file(sd, "copy.safetensors")          # byte-identical to safetensors
+
+Same names, signatures, defaults, exception types and messages as
+safetensors 0.7's safetensors.torch (load_file, save_file, load, save,
+save_model, load_model). Differences: loaded tensors are views of a sealed
+pinned region and torch has no read-only tensors, so writing one in place
+(t.add_(1)) kills the process with SIGSEGV instead of changing the
+checkpoint -- copy (t.clone()) to modify; model.load_state_dict copies and
+is fine. device="cpu" returns the pinned tensors; another device gets
+.to(device) copies of them (the pinned memory is the copy's source).
+"""
+import torch
+
+from . import _format
+from ._open import load_bytes, safe_open
+from .. import torch as _pt
+
+__all__ = ["save", "save_file", "load", "load_file", "save_model",
+           "load_model"]
+
+
+def _size(t):
+    return t.element_size()
+
+
+def _storage_ptr(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except AttributeError:
+        return t.storage().data_ptr()
+
+
+def _storage_size(t):
+    try:
+        return t.untyped_storage().nbytes()
+    except AttributeError:
+        return t.storage().size() * _size(t)
+
+
+def _end_ptr(t):
+    if t.nelement():
+        return t.view(-1)[-1].data_ptr() + _size(t)
+    return t.data_ptr()
+
+
+def _find_shared_tensors(state_dict):
+    """Groups of names whose tensors share (overlapping) storage."""
+    groups = {}
+    for k, v in state_dict.items():
+        if v.device != torch.device("meta") and _storage_ptr(v) != 0 and \
+                _storage_size(v) != 0:
+            key = (str(v.device), _storage_ptr(v), _storage_size(v))
+            groups.setdefault(key, set()).add(k)
+    out = []
+    for names in sorted(groups.values(), key=sorted):
+        if len(names) < 2:
+            out.append(names)
+            continue
+        # Names over one storage but disjoint areas are not shared.
+        areas = sorted((state_dict[n].data_ptr(), _end_ptr(state_dict[n]), n)
+                       for n in names)
+        _, last_stop, first = areas[0]
+        out.append({first})
+        for start, stop, n in areas[1:]:
+            if start >= last_stop:
+                out.append({n})
+            else:
+                out[-1].add(n)
+            last_stop = stop
+    return out
+
+
+def _is_complete(t):
+    return t.data_ptr() == _storage_ptr(t) and \
+        t.nelement() * _size(t) == _storage_size(t)
+
+
+def _remove_duplicate_names(state_dict, *, preferred_names=None,
+                            discard_names=None):
+    preferred_names = set(preferred_names or [])
+    discard_names = set(discard_names or [])
+    to_remove = {}
+    for shared in _find_shared_tensors(state_dict):
+        complete = {n for n in shared if _is_complete(state_dict[n])}
+        if not complete:
+            raise RuntimeError(
+                "Error while trying to find names to remove to save state "
+                "dict, but found no suitable name to keep for saving amongst:"
+                " %s. None is covering the entire storage.Refusing to "
+                "save/load the model since you could be storing much more "
+                "memory than needed. Please refer to "
+                "https://huggingface.co/docs/safetensors/torch_shared_tensors"
+                " for more information. Or open an issue." % (shared,))
+        keep = sorted(complete)[0]
+        preferred = complete - discard_names
+        if preferred:
+            keep = sorted(preferred)[0]
+        if preferred_names:
+            preferred = preferred_names & complete
+            if preferred:
+                keep = sorted(preferred)[0]
+        for n in sorted(shared):
+            if n != keep:
+                to_remove.setdefault(keep, []).append(n)
+    return to_remove
+
+
+def _tobytes(t, name):
+    if t.layout != torch.strided:
+        raise ValueError(
+            "You are trying to save a sparse tensor: `%s` which this library"
+            " does not support. You can make it a dense tensor before saving"
+            " with `.to_dense()` but be aware this might make a much larger "
+            "file than needed." % name)
+    if not t.is_contiguous():
+        raise ValueError(
+            "You are trying to save a non contiguous tensor: `%s` which is "
+            "not allowed. It either means you are trying to save tensors "
+            "which are reference of each other in which case it's "
+            "recommended to save only the full tensors, and reslice at load "
+            "time, or simply call `.contiguous()` on your tensor to pack it "
+            "before saving." % name)
+    if t.device.type != "cpu":
+        t = t.to("cpu")
+    if t.nelement() == 0:
+        return b""
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32,
+               8: torch.int64}[_size(t)]
+    return t.reshape(-1).view(carrier).numpy().view("u1")
+
+
+def _flatten(tensors):
+    if not isinstance(tensors, dict):
+        raise ValueError("Expected a dict of [str, torch.Tensor] but "
+                         "received %s" % type(tensors))
+    sparse = []
+    for k, v in tensors.items():
+        if not isinstance(v, torch.Tensor):
+            raise ValueError("Key `%s` is invalid, expected torch.Tensor but "
+                             "received %s" % (k, type(v)))
+        if v.layout != torch.strided:
+            sparse.append(k)
+    if sparse:
+        raise ValueError(
+            "You are trying to save a sparse tensors: `%s` which this library"
+            " does not support. You can make it a dense tensor before saving"
+            " with `.to_dense()` but be aware this might make a much larger "
+            "file than needed." % sparse)
+    failing = [names for names in _find_shared_tensors(tensors)
+               if len(names) > 1]
+    if failing:
+        raise RuntimeError(
+            "\n            Some tensors share memory, this will lead to "
+            "duplicate memory on disk and potential differences when loading"
+            " them again: %s.\n            A potential way to correctly save "
+            "your model is to use `save_model`.\n            More information"
+            " at https://huggingface.co/docs/safetensors/torch_shared_tensors"
+            "\n            " % failing)
+    return [(k, _format.file_dtype(str(v.dtype).split(".")[-1]),
+             tuple(v.shape), _tobytes(v, k)) for k, v in tensors.items()]
+
+
+def save(tensors, metadata=None):
+    """The safetensors file image of tensors (name -> tensor), as bytes."""
+    return b"".join(bytes(p) for p in _format.serialize(_flatten(tensors),
+                                                        metadata))
+
+
+def save_file(tensors, filename, metadata=None):
+    """Write tensors to filename as safetensors does (same bytes)."""
+    parts = _format.serialize(_flatten(tensors), metadata)
+    with open(filename, "wb") as f:
+        for p in parts:
+            f.write(p)
+
+
+def load(data):
+    """name -> tensor (pinned, read-only memory) from a file image."""
+    return load_bytes(data, "pt")
+
+
+def load_file(filename, device="cpu"):
+    """name -> tensor over pinned memory (device="cpu"), in file order."""
+    with safe_open(filename, framework="pt", device=device) as f:
+        return {k: f.get_tensor(k) for k in f.offset_keys()}
+
+
+def save_model(model, filename, metadata=None, force_contiguous=False):
+    """Save model.state_dict(), keeping one name of each group of tensors
+    that share memory (the others recorded in metadata: name -> kept)."""
+    state_dict = model.state_dict()
+    for kept, names in _remove_duplicate_names(state_dict).items():
+        for name in names:
+            if metadata is None:
+                metadata = {}
+            if name not in metadata:
+                metadata[name] = kept
+            del state_dict[name]
+    if force_contiguous:
+        state_dict = {k: v.contiguous() for k, v in state_dict.items()}
+    try:
+        save_file(state_dict, filename, metadata=metadata)
+    except ValueError as e:
+        raise ValueError(str(e) + " Or use save_model(..., "
+                         "force_contiguous=True), read the docs for "
+                         "potential caveats.") from None
+
+
+def load_model(model, filename, strict=True, device="cpu"):
+    """Load a file made by save_model into model; returns (missing,
+    unexpected) names. Shared tensors the file left out count as loaded."""
+    state_dict = load_file(filename, device=device)
+    to_removes = _remove_duplicate_names(model.state_dict(),
+                                         preferred_names=state_dict.keys())
+    missing, unexpected = model.load_state_dict(state_dict, strict=False)
+    missing = set(missing)
+    for names in to_removes.values():
+        for name in names:
+            if name not in missing:
+                unexpected.append(name)
+            else:
+                missing.remove(name)
+    if strict and (missing or unexpected):
+        error = "Error(s) in loading state_dict for %s:" % \
+            model.__class__.__name__
+        if missing:
+            error += "\n    Missing key(s) in state_dict: " + ", ".join(
+                '"%s"' % k for k in sorted(missing))
+        if unexpected:
+            error += "\n    Unexpected key(s) in state_dict: " + ", ".join(
+                '"%s"' % k for k in sorted(unexpected))
+        raise RuntimeError(error)
+    return missing, unexpected
+
+
+_ = _pt  # pinmem.torch must import (torch present) for load's tensors

@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: MIT
+"""PyTorch tensors over pinned regions (importable only where torch is).
+
+    import torch, pinmem, pinmem.torch as pt
+    x = pt.empty((4096, 4096), torch.bfloat16)     # pin_memory=True, in a region
+    r = pinmem.open().alloc(64 << 20)
+    w = pt.view(r, torch.bfloat16, (4096, 4096), writable=True)
+    w.fill_(1.0); del w                             # unmapped with its last tensor
+    r.seal()
+    t = pt.view(r, torch.bfloat16, (4096, 4096))   # read-only, kernel-counted
+    row = t[7]                                      # shares t's storage
+    del t                                           # still mapped: row holds it
+    r.donate()                                      # BusyError names the holder
+    del row                                         # unmapped now
+    r.donate()
+
+Lifetime: a tensor made here is backed by one view mapping, owned by its
+storage. Every tensor that shares that storage (slices, .view(), reshape,
+as_strided, .detach(), torch.from_dlpack of it, .numpy()) keeps the mapping
+alive; it is unmapped when the storage is freed, i.e. with the last of them.
+Nothing caches it. ``with pt.scoped_view(...) as t:`` ends it at the end
+of the block (ViewInUseError if something else still uses it).
+
+Read-only tensors: torch has no read-only tensors. A tensor over a sealed
+region (or a read-only view) is a PROT_READ mapping that the kernel
+enforces: writing through it (t.add_(1), t[0] = 1, copy_ into it) kills the
+process with SIGSEGV at the write -- it never modifies the checkpoint. Use
+tensors of a view made with writable=True (region OPEN) to write.
+
+dtypes are exact: torch.bfloat16, float16, float32, float64, complex64,
+bool, uint8, int8/16/32/64 (and float8/uint16/32/64 where this torch has
+them) view the region's bytes as they are.
+"""
+import math
+import sys
+import warnings
+import weakref
+
+import numpy as np
+import torch
+
+from . import core
+from .core import ViewInUseError
+
+__all__ = ["view", "empty", "zeros", "from_array", "scoped_view",
+           "mapping_range",
+           "dtype_name", "dtype_from_name", "element_size"]
+
+# torch dtype -> safetensors name. Optional dtypes only where torch has them.
+_NAMES = {torch.bool: "BOOL", torch.uint8: "U8", torch.int8: "I8",
+          torch.int16: "I16", torch.float16: "F16", torch.bfloat16: "BF16",
+          torch.int32: "I32", torch.float32: "F32", torch.float64: "F64",
+          torch.int64: "I64", torch.complex64: "C64"}
+for _attr, _name in (("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+                     ("uint16", "U16"), ("uint32", "U32"),
+                     ("uint64", "U64")):
+    if hasattr(torch, _attr):
+        _NAMES[getattr(torch, _attr)] = _name
+_BY_NAME = {v: k for k, v in _NAMES.items()}
+
+# Integer storage NumPy and torch.from_numpy share, per element size.
+_CARRIER = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def element_size(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def dtype_name(dtype):
+    """The safetensors name of a torch dtype ('BF16'); ValueError if none."""
+    try:
+        return _NAMES[dtype]
+    except KeyError:
+        raise ValueError("pinmem: %s has no safetensors name" % dtype) \
+            from None
+
+
+def dtype_from_name(name):
+    """The torch dtype of a safetensors name; KeyError if this torch has
+    none (F4, F6, F8_E8M0; U16/U32/U64 and F8 before torch 2.1/2.3)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError("pinmem: safetensors dtype %s has no torch %s dtype"
+                       % (name, torch.__version__)) from None
+
+
+def from_array(a, dtype, shape=None):
+    """A tensor of dtype (and shape; default a's element count) over the
+    bytes of NumPy array a (C-contiguous), sharing its memory: the tensor's
+    storage holds a, so a PinnedArray's mapping lives as long as the
+    tensor and every tensor sharing its storage."""
+    if not a.flags.c_contiguous:
+        raise ValueError("pinmem: from_array needs C-contiguous memory")
+    size = element_size(dtype)
+    if a.nbytes % size:
+        raise ValueError("pinmem: %d bytes are not whole %s elements" %
+                         (a.nbytes, dtype))
+    if shape is None:
+        shape = (a.nbytes // size,)
+    shape = tuple(int(s) for s in shape)
+    if math.prod(shape) * size != a.nbytes:
+        raise ValueError("pinmem: shape %s of %s is not %d bytes" %
+                         (shape, dtype, a.nbytes))
+    m = core._mapping_of(a)
+    if m is not None:
+        _MAPPINGS[m.addr] = m
+    carrier = a.reshape(-1).view(np.uint8).view(_CARRIER[size])
+    with warnings.catch_warnings():
+        # Read-only memory: see the module's docstring for what a write does.
+        warnings.simplefilter("ignore", UserWarning)
+        t = torch.from_numpy(carrier)
+    v = t.view(dtype).view(shape)
+    # A tensor of its own over the storage, not a view of a base tensor
+    # that would outlive t.set_() (scoped_view) through ._base.
+    out = torch.empty(0, dtype=dtype)
+    out.set_(v)
+    return out
+
+
+def view(region, dtype, shape, offset=0, writable=False):
+    """A tensor over bytes [offset, offset + nbytes) of region, backed by
+    its own view mapping (counted by the kernel), which lives as long as
+    this tensor and every tensor sharing its storage. writable=True needs
+    the region OPEN; otherwise the memory is read-only (a write faults)."""
+    shape = core._shape_tuple(shape)
+    nbytes = math.prod(shape) * element_size(dtype)
+    raw = region.view(np.uint8, (nbytes,), offset=offset, writable=writable)
+    return from_array(raw, dtype, shape)
+
+
+def empty(shape, dtype=torch.float32, dev=None):
+    """A new tensor in a new pinned region of its own (the pin_memory=True
+    analogue), writable; the region is zeroed, so this is zeros() too.
+    dev: a pinmem Device (default: open one for the call). The region's
+    memory is freed with the tensor's storage."""
+    shape = core._shape_tuple(shape)
+    nbytes = max(math.prod(shape) * element_size(dtype), 1)
+    own = dev is None
+    d = core.open() if own else dev
+    try:
+        r = d.alloc(nbytes)
+        try:
+            return view(r, dtype, shape, writable=True)
+        finally:
+            r.close()       # the view mapping keeps the memory
+    finally:
+        if own:
+            d.close()
+
+
+def zeros(shape, dtype=torch.float32, dev=None):
+    """As empty(): a fresh region is zero-filled by the kernel (device) or
+    by memfd (portable), so nothing is written here."""
+    return empty(shape, dtype, dev)
+
+
+def _mapping_alive(ref):
+    return ref() is not None and ref().mapped
+
+
+class scoped_view:
+    """``with pinmem.torch.scoped_view(region, dtype, shape, ...) as t:``
+    -- a tensor whose mapping ends with the block. At the end, t (the name
+    bound by ``as``) is emptied in place (t.set_(): a 0-element tensor) and
+    the mapping is unmapped. If another name refers to t, nothing is
+    emptied and ViewInUseError is raised; if other tensors share t's
+    storage (a slice, a view that escaped the block), t is emptied, the
+    mapping stays valid for them, and ViewInUseError says so -- it is
+    unmapped when the last of them is gone."""
+
+    def __init__(self, region, dtype, shape, offset=0, writable=False):
+        self._t = view(region, dtype, shape, offset, writable)
+        self._map = weakref.ref(_mapping_of_tensor(self._t))
+        self.region_id = region.id
+
+    def __enter__(self):
+        return self._t
+
+    def __exit__(self, et, ev, tb):
+        t = self._t
+        # self._t, the local name, getrefcount's argument, the 'as' name.
+        extra = sys.getrefcount(t) - 4
+        if extra > 0:
+            if et is None:
+                raise ViewInUseError(
+                    "pinmem: tensor over region %d is still referred to at "
+                    "the end of its block by %d other name(s) or "
+                    "container(s); it stays mapped until they are gone" %
+                    (self.region_id, extra))
+            return False
+        t.set_()
+        del t
+        self._t = None
+        if _mapping_alive(self._map) and et is None:
+            m = self._map()
+            raise ViewInUseError(
+                "pinmem: view of region %d (0x%x-0x%x) is still used at the "
+                "end of its block by tensors sharing its storage (a slice or "
+                "view that escaped); it stays mapped until they are gone" %
+                (self.region_id, m.addr, m.addr + m.length))
+        return False
+
+
+# Every live view mapping behind a tensor of this module, by address: the
+# tensor itself cannot point back to it (its storage holds it through C).
+_MAPPINGS = weakref.WeakValueDictionary()
+
+
+def _mapping_of_tensor(t):
+    """The view mapping t's memory lies in, or None."""
+    ptr = t.data_ptr()
+    for m in list(_MAPPINGS.values()):
+        if m.addr <= ptr < m.addr + m.length and m.mapped:
+            return m
+    return None
+
+
+def mapping_range(t):
+    """(start, end) of the view mapping a tensor of this module reads, or
+    None (not such a tensor, or unmapped)."""
+    m = _mapping_of_tensor(t)
+    return (m.addr, m.addr + m.length) if m is not None else None

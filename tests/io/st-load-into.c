@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pin_st_load_into fills a region the caller already has, at the offset it
+ * chooses, with the same bytes pin_st_load gives; it leaves the region's
+ * state and the bytes outside the load alone and refuses what it cannot
+ * do (unaligned offset, too small, sealed, an index, a used checkpoint)
+ * in words. On the device backend it fills a donated, then reopened
+ * region. pin_st_take_region hands a loaded region to the caller.
+ *   st-load-into FIXTURE-DIR
+ */
+#include "io-test.h"
+
+#include <sys/mman.h>
+
+static void same_bytes(struct pin_st *a, struct pin_st *b)
+{
+	size_t i;
+
+	CHECK_EQ(pin_st_count(a), pin_st_count(b));
+	for (i = 0; i < pin_st_count(a); i++) {
+		struct pin_st_tensor x, y;
+
+		pin_st_tensor(a, i, &x);
+		CHECK(pin_st_find(b, x.name, &y) == 0, "%s lost", x.name);
+		CHECK_EQ(x.nbytes, y.nbytes);
+		CHECK(!x.nbytes || !memcmp(x.data, y.data, x.nbytes),
+		      "%s: bytes differ", x.name);
+	}
+}
+
+/* fallocate of a memfd may be interrupted (EINTR), as the loader knows. */
+static int alloc_retry(struct pin_dev *dev, uint64_t size,
+		       struct pin_region **rp)
+{
+	int i, ret = -EINTR;
+
+	for (i = 0; i < 5 && ret == -EINTR; i++)
+		ret = pin_alloc(dev, size, 0, rp);
+	return ret;
+}
+
+static void fill_at(struct pin_dev *dev, const char *path,
+		    struct pin_st *ref)
+{
+	struct pin_region *r;
+	struct pin_region_info ri;
+	struct pin_st *ck = pin_st_new();
+	struct pin_st_tensor t;
+	unsigned char *own;
+	uint64_t off = 3 * 4096, i;
+	int ret;
+
+	CHECK(alloc_retry(dev, 8 << 20, &r) == 0, "%s", pin_dev_error(dev));
+	CHECK(pin_region_map(r, (void **)&own) == 0, "%s", pin_region_error(r));
+	memset(own, 0xa5, 8 << 20);
+	ret = pin_st_load_into(ck, r, off, path, NULL);
+	CHECK(ret == 0, "load_into: %s", pin_st_error(ck));
+	same_bytes(ref, ck);
+	CHECK(pin_st_region(ck, 0) == NULL, "the checkpoint claims the region");
+	pin_st_tensor(ck, 0, &t);
+	CHECK(t.region == r && t.region_offset >= off &&
+	      t.data == own + t.region_offset, "tensor 0 at +%llu",
+	      (unsigned long long)t.region_offset);
+	for (i = 0; i < off; i++)
+		CHECK(own[i] == 0xa5, "byte %llu before the load changed",
+		      (unsigned long long)i);
+	CHECK(pin_region_info(r, &ri) == 0 && ri.state == PIN_STATE_OPEN,
+	      "state %d after the load", ri.state);
+	/* Used checkpoint, offsets, room, an index, a sealed region. */
+	CHECK_EQ(pin_st_load_into(ck, r, off, path, NULL), -EBUSY);
+	pin_st_free(ck);
+	ck = pin_st_new();
+	CHECK_EQ(pin_st_load_into(ck, r, 100, path, NULL), -EINVAL);
+	CHECK(strstr(pin_st_error(ck), "not a multiple of 4096"), "%s",
+	      pin_st_error(ck));
+	CHECK_EQ(pin_st_load_into(ck, r, 8 << 20, path, NULL),
+		 -ENOSPC);
+	CHECK(strstr(pin_st_error(ck), "do not fit in region"), "%s",
+	      pin_st_error(ck));
+	CHECK_EQ(pin_st_count(ck), 0);
+	CHECK_EQ(pin_st_load_into(ck, r, 0, "x.safetensors.index.json", NULL),
+		 -EINVAL);
+	CHECK(pin_seal(r) == 0, "%s", pin_region_error(r));
+	CHECK_EQ(pin_st_load_into(ck, r, 0, path, NULL), -EPERM);
+	CHECK(strstr(pin_st_error(ck), "is sealed"), "%s", pin_st_error(ck));
+	if (pin_dev_backend(dev) == PIN_BACKEND_DEVICE) {
+		/* The seed's case: donated, reopened, refilled. */
+		memset(own, 0, 8 << 20);
+		CHECK(pin_donate(r, 0) == 0, "%s", pin_region_error(r));
+		CHECK(pin_reopen(r) == 0, "%s", pin_region_error(r));
+		CHECK(pin_st_load_into(ck, r, 0, path, NULL) == 0, "%s",
+		      pin_st_error(ck));
+		same_bytes(ref, ck);
+	}
+	pin_st_free(ck);
+	CHECK(pin_region_free(r) == 0, "free");
+}
+
+static void take(struct pin_dev *dev, const char *path, struct pin_st *ref)
+{
+	struct pin_st *ck = pin_st_new();
+	struct pin_st_tensor t, u;
+	struct pin_region *r;
+	struct pin_region_info ri;
+	unsigned char *map;
+
+	CHECK(pin_st_load(ck, dev, path, NULL) == 0, "%s", pin_st_error(ck));
+	r = pin_st_take_region(ck, 0);
+	CHECK(r != NULL, "no region to take");
+	CHECK(pin_st_take_region(ck, 0) == NULL, "taken twice");
+	CHECK(pin_st_take_region(ck, 1) == NULL, "file 1 of 1");
+	pin_st_tensor(ck, 0, &t);
+	CHECK(pin_st_find(ref, t.name, &u) == 0, "%s", t.name);
+	pin_st_free(ck);		/* the region is ours now */
+	CHECK(pin_region_info(r, &ri) == 0 && ri.state == PIN_STATE_SEALED,
+	      "state %d", ri.state);
+	CHECK(pin_region_map(r, (void **)&map) == 0, "%s", pin_region_error(r));
+	CHECK(!u.nbytes || !memcmp(map + t.region_offset, u.data, u.nbytes),
+	      "%s: bytes differ in the taken region", t.name);
+	CHECK(pin_region_free(r) == 0, "free");
+}
+
+int main(int argc, char **argv)
+{
+	struct pin_dev *dev;
+	struct pin_st *ref = pin_st_new();
+	char path[4096];
+
+	if (argc != 2)
+		FAIL("usage: st-load-into FIXTURE-DIR");
+	snprintf(path, sizeof(path), "%s/unaligned.safetensors", argv[1]);
+	CHECK(pin_open(&dev, PIN_BACKEND_AUTO) == 0, "pin_open");
+	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
+	fill_at(dev, path, ref);
+	snprintf(path, sizeof(path), "%s/alldtypes.safetensors", argv[1]);
+	pin_st_free(ref);
+	ref = pin_st_new();
+	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
+	fill_at(dev, path, ref);
+	take(dev, path, ref);
+	printf("st-load-into: filled at an offset, refusals named, region taken (%s)\n",
+	       pin_backend_name(pin_dev_backend(dev)));
+	pin_st_free(ref);
+	pin_close(dev);
+	return 0;
+}
