@@ -20,6 +20,12 @@
 #include "trace.h"
 
 #define PINMEM_CHUNK_PAGES	BIT(PINMEM_CHUNK_ORDER)
+/*
+ * The chunk arrays: no OOM killer (memcg's included) and no allocation
+ * warning either; a failure is ALLOC's ENOMEM, nothing more.
+ */
+#define PINMEM_ARRAY_GFP \
+	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 
 static LIST_HEAD(pinmem_regions);		/* ordered by id */
 static DEFINE_MUTEX(pinmem_regions_lock);
@@ -105,8 +111,7 @@ static int pinmem_grow_chunks(struct pinmem_region *region,
 
 	if (want <= *cap)
 		return 0;
-	chunks = kvmalloc_array(want, sizeof(*chunks),
-				GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL);
+	chunks = kvmalloc_array(want, sizeof(*chunks), PINMEM_ARRAY_GFP);
 	if (!chunks)
 		return -ENOMEM;
 	memcpy(chunks, region->chunks, region->nr_chunks * sizeof(*chunks));
@@ -132,8 +137,7 @@ static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback)
 	if (pinmem_beyond_available(remaining))
 		return -ENOMEM;
 	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
-					GFP_KERNEL_ACCOUNT |
-					__GFP_RETRY_MAYFAIL);
+					PINMEM_ARRAY_GFP);
 	if (!region->chunks)
 		return -ENOMEM;
 	region->min_order = order;

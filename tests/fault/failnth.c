@@ -471,6 +471,7 @@ TEST_F(failnth, sweep)
 	fx_release(&f);
 	printf("# sweep %s: %u fault points, %u failed cleanly, %u tolerated\n",
 	       op->name, n - 2, failed, tolerated);
+	fflush(stdout);	/* the harness child ends in _exit */
 }
 
 TEST_HARNESS_MAIN

@@ -68,6 +68,7 @@ static void twice_ram(struct __test_metadata *_metadata, int dev,
 	printf("# ratio: ALLOC of 2x RAM (%llu MiB, flags %u) failed in %.4f s; "
 	       "a successful ALLOC of %llu MiB took %.4f s (%.3fx)\n",
 	       big / MiB, flags, t_fail, ref / MiB, t_ok, t_fail / t_ok);
+	fflush(stdout);	/* the harness child ends in _exit */
 	/* Prompt: less than succeeding with a quarter of what is free. */
 	EXPECT_LT(t_fail, t_ok) TH_LOG("ENOMEM took %.2f s", t_fail);
 	/* And the machine still has its memory: the same ALLOC works again. */
@@ -204,6 +205,7 @@ TEST_F_TIMEOUT(pressure, memcg_limit_enomem_no_oom, 120)
 		       "failed in %.4f s; without the limit it took %.4f s (%.3fx)\n",
 		       flags[i], size / MiB, limit / MiB, t_fail, t_ok,
 		       t_fail / t_ok);
+		fflush(stdout);	/* the harness child ends in _exit */
 		EXPECT_LT(t_fail, 2 * t_ok + 0.05);
 	}
 	EXPECT_EQ(0, memcg_event(cg, "oom"));
@@ -250,6 +252,7 @@ TEST_F_TIMEOUT(pressure, fatal_signal_ends_alloc, 120)
 	printf("# ratio: SIGKILL during an ALLOC of %llu MiB: dead in %.4f s; "
 	       "the whole ALLOC takes %.4f s (%.3fx)%s\n", size / MiB, t_kill,
 	       t_full, t_kill / t_full, in_progress ? "" : " (ALLOC had finished)");
+	fflush(stdout);	/* the harness child ends in _exit */
 	EXPECT_TRUE(in_progress) TH_LOG("could not catch the ALLOC in progress");
 	EXPECT_LT(t_kill, t_full * 0.75);
 }
