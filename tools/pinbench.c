@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -37,6 +36,7 @@
 
 #include <pin.h>
 
+#include "cpu.h"
 #include "json.h"
 
 extern char **environ;
@@ -95,15 +95,6 @@ static int drop_caches(void)
 	return 0;
 }
 
-static double cpu_seconds(int who)
-{
-	struct rusage ru;
-
-	if (getrusage(who, &ru) < 0)
-		return 0;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 static void cpu_start(struct cpu_mark *m)
 {

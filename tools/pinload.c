@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <pin.h>
 
+#include "cpu.h"
 #include "json.h"
 
 struct bar {
@@ -32,16 +32,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* User + system time of every thread of this process. */
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru) < 0)
-		return 0;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 static void progress(void *arg, uint64_t done, uint64_t total)
 {
@@ -268,9 +258,9 @@ int main(int argc, char **argv)
 		}
 		bar.t0 = now_ns();
 		bar.last = 0;
-		cpu = cpu_seconds();
+		cpu = cpu_seconds(RUSAGE_SELF);
 		ret = pin_st_load(ck, dev, argv[i], &o);
-		cpu = cpu_seconds() - cpu;
+		cpu = cpu_seconds(RUSAGE_SELF) - cpu;
 		if (ret) {
 			fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
 			if (json) {
