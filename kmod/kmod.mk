@@ -72,8 +72,12 @@ kmod_tree = mkdir -p $(1)/kmod && \
 	find $(1)/kmod -maxdepth 1 -type l -delete && \
 	ln -sf $(KMOD_SRCS) $(1)/kmod/
 
+# A kernel configured anew (the debug kernel rebuilt with another fragment,
+# under the same release) needs the module rebuilt: its .config is a
+# prerequisite.
 define kmod_rule
-$(B)/kmod/$(call kmod_name,$(1))/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk
+$(B)/kmod/$(call kmod_name,$(1))/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk \
+		$(wildcard $(call kmod_dir,$(1))/.config)
 	@$$(call kmod_tree,$$(@D))
 	$$(MAKE) -C $(call kmod_dir,$(1)) M=$$(@D) modules
 endef
