@@ -578,7 +578,8 @@ static void expect_baseline(struct __test_metadata *_metadata,
 			      di.nr_view_fds);
 }
 
-TEST_F(failnth, sweep)
+/* fork alone meets a few hundred fault points: more than 30 s under KASAN/TCG. */
+TEST_F_TIMEOUT(failnth, sweep, 900)
 {
 	const struct op *op = &ops[variant->op];
 	unsigned int n, failed = 0, tolerated = 0;
