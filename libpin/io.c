@@ -628,7 +628,7 @@ static int engine_next(struct engine *e, struct pin__file *f,
 	return ret == GAVE_UP ? *res : ret;
 }
 
-/* Timestamps of a paced read: request at file offset off went out. */
+/* Timestamps of a paced read: a request rel bytes into dst went out... */
 static void pace_sent(struct pin__pace *pace, uint64_t rel)
 {
 	struct pin__step_times *t;
