@@ -583,13 +583,14 @@ struct pin_region *pin_st_region(const struct pin_st *ck, size_t i);
 int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
 
 /*
- * Where the last load's time went, summed over its files, one phase after
- * the other: allocating the regions (on the device backend the kernel
- * zeroes and pins the chunks here), making them present and locked to be
- * filled (the portable backend's populate), moving the bytes (stats.io_ns)
- * and sealing (with its remap). The rest of stats.ns is opening, parsing
- * and bookkeeping. All zero after a save or a failed load's unreached
- * phases.
+ * Where the last load's time went, summed over its files: allocating the
+ * regions (on the device backend the kernel zeroes and pins the chunks
+ * here), making them present and locked (pin: on the portable backend a
+ * helper thread does this step by step while the reads run, so pin and
+ * transfer overlap), moving the bytes (stats.io_ns, the reads from first
+ * to last, waits for pinned memory included) and sealing. The rest of
+ * stats.ns is opening, parsing and bookkeeping. All zero after a save or a
+ * failed load's unreached phases.
  */
 struct pin_st_phases {
 	uint64_t alloc_ns;
@@ -599,6 +600,31 @@ struct pin_st_phases {
 };
 
 int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases);
+
+/*
+ * The last load, step by step (each file's data span is pinned and read in
+ * steps of a few MiB): when each step's pinning began and ended and when
+ * its first read went out and its last came back (CLOCK_MONOTONIC ns; the
+ * device backend pins every step at once, in ALLOC and mmap). offset is
+ * into the file's aligned data span, file the index of pin_st_file_path.
+ */
+struct pin_st_step {
+	uint32_t file;
+	uint32_t reserved;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t pin_begin_ns;
+	uint64_t pin_end_ns;
+	uint64_t read_begin_ns;
+	uint64_t read_end_ns;
+};
+
+/*
+ * Copy up to cap steps of the last load into steps (NULL with cap 0 to
+ * count them); returns how many steps there are, or -EINVAL.
+ */
+int pin_st_timeline(const struct pin_st *ck, struct pin_st_step *steps,
+		    size_t cap);
 
 /*
  * Write tensors (in the order given, back to back) and metadata (nmeta

@@ -87,15 +87,15 @@ struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
 /*
- * The owner mapping for the caller to fill its first len bytes and then
- * seal: pin_region_map, except that a portable small-page region is made
- * present but left unlocked (the seal locks it; so does pin_region_map).
+ * pin_alloc for pin__fill_from_file: a portable small-page region comes
+ * without its pages (the fill allocates and locks them in one pass).
  */
-int pin__region_map_to_fill(struct pin_region *r, void **addrp, uint64_t len);
+int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
+		       struct pin_region **rp);
 
 /* portable.c */
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
-			struct pin_region *r);
+			struct pin_region *r, int lazy);
 int pin__portable_import(struct pin_dev *dev, int fd, struct pin_region *r);
 int pin__portable_sealed(int fd);
 int pin__portable_seal(struct pin_region *r);

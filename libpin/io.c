@@ -267,6 +267,8 @@ struct engine {
 	unsigned nslots;
 	int fixed;		/* buffers registered */
 	unsigned inflight;
+	unsigned char *reg;	/* paced: step i registered (sparse table) */
+	size_t nreg;
 };
 
 static int engine_init(struct engine *e, const struct pin_io_opts *o,
@@ -292,14 +294,15 @@ static int engine_init(struct engine *e, const struct pin_io_opts *o,
 
 static void engine_exit(struct engine *e)
 {
-	if (e->fixed)
+	if (e->fixed || e->reg)
 		io_uring_unregister_buffers(&e->ring);
 	io_uring_queue_exit(&e->ring);
+	free(e->reg);
 	free(e->slots);
 }
 
 /* Bytes one registered buffer may span: see FIXED_MAX_BVECS. */
-static uint64_t fixed_span_max(void)
+uint64_t pin__io_fixed_span_max(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t max = (FIXED_MAX_BVECS - 1) * (uint64_t)(page > 0 ? page : 4096);
@@ -310,7 +313,7 @@ static uint64_t fixed_span_max(void)
 /* The span of each registered buffer of a read: whole requests only. */
 static uint64_t fixed_chunk(unsigned request_size)
 {
-	return fixed_span_max() / request_size * request_size;
+	return pin__io_fixed_span_max() / request_size * request_size;
 }
 
 /*
@@ -329,10 +332,10 @@ static void engine_register(struct engine *e, char *base, uint64_t len,
 		note_fallback(st, "fixed buffers not asked for");
 		return;
 	}
-	if (!chunk || chunk > fixed_span_max()) {
+	if (!chunk || chunk > pin__io_fixed_span_max()) {
 		note_fallback(st, "fixed buffers: %llu bytes per buffer over %llu",
 			      (unsigned long long)chunk,
-			      (unsigned long long)fixed_span_max());
+			      (unsigned long long)pin__io_fixed_span_max());
 		return;
 	}
 	n = (len + chunk - 1) / chunk;
@@ -359,6 +362,96 @@ static void engine_register(struct engine *e, char *base, uint64_t len,
 		return;
 	}
 	e->fixed = 1;
+}
+
+/*
+ * A paced read registers its steps one by one as they are prepared: an
+ * empty (sparse) table of one slot per step first. Records why not on
+ * failure; never fails the I/O.
+ */
+static void engine_register_sparse(struct engine *e, uint64_t span,
+				   uint64_t step, const struct pin_io_opts *o,
+				   struct pin_io_stats *st)
+{
+	size_t n = step ? (span + step - 1) / step : 0;
+	char ebuf[64];
+	int ret;
+
+	if (o->flags & PIN_IO_NO_FIXED) {
+		note_fallback(st, "fixed buffers not asked for");
+		return;
+	}
+	if (!step || step > pin__io_fixed_span_max() || !n || n > 16384) {
+		note_fallback(st, "fixed buffers: %zu steps of %llu bytes", n,
+			      (unsigned long long)step);
+		return;
+	}
+	e->reg = calloc(n, 1);
+	if (!e->reg) {
+		note_fallback(st, "fixed buffers: no memory for the table");
+		return;
+	}
+	ret = io_uring_register_buffers_sparse(&e->ring, (unsigned)n);
+	if (ret < 0) {
+		free(e->reg);
+		e->reg = NULL;
+		note_fallback(st, "fixed buffers: sparse table refused by the kernel (%s)",
+			      pin__strerror(ret, ebuf, sizeof(ebuf)));
+		return;
+	}
+	e->nreg = n;
+	e->fixed = 1;
+}
+
+/* Register step i of a paced read, [base, base + len), in its slot. */
+static void engine_register_step(struct engine *e, size_t i, char *base,
+				 uint64_t len, struct pin_io_stats *st)
+{
+	struct iovec iov = { .iov_base = base, .iov_len = len };
+	char ebuf[64];
+	int ret;
+
+	if (!e->fixed || i >= e->nreg || e->reg[i])
+		return;
+	ret = io_uring_register_buffers_update_tag(&e->ring, (unsigned)i, &iov,
+						   NULL, 1);
+	if (ret < 0) {
+		/* The steps registered so far stay in use. */
+		e->fixed = 0;
+		note_fallback(st, "fixed buffers refused by the kernel (%s)",
+			      pin__strerror(ret, ebuf, sizeof(ebuf)));
+		return;
+	}
+	e->reg[i] = 1;
+}
+
+/*
+ * How far a paced read may go: poll what is prepared (waiting for more
+ * only when nothing is in flight, so completions are never held back) and
+ * register the steps newly ready. 0 or -errno from the preparer.
+ */
+static int pace_advance(struct engine *e, struct pin__pace *pace, char *dst,
+			uint64_t span, uint64_t at, uint64_t *ready,
+			struct pin_io_stats *st)
+{
+	uint64_t before = *ready, k;
+	int block = !e->inflight && at < span && at >= *ready;
+	int ret = pace->ready(pace, at + 1, block, ready);
+
+	if (ret < 0)
+		return ret;
+	if (*ready > span)
+		*ready = span;
+	for (k = before / pace->step; k * pace->step < *ready; k++) {
+		uint64_t b = k * pace->step, len = span - b;
+
+		if (b + pace->step > *ready && *ready < span)
+			break;		/* step k not complete yet */
+		if (len > pace->step)
+			len = pace->step;
+		engine_register_step(e, (size_t)k, dst + b, len, st);
+	}
+	return 0;
 }
 
 static void engine_submit(struct engine *e, struct pin__file *f,
@@ -535,18 +628,73 @@ static int engine_next(struct engine *e, struct pin__file *f,
 	return ret == GAVE_UP ? *res : ret;
 }
 
+/* Timestamps of a paced read: a request rel bytes into dst went out... */
+static void pace_sent(struct pin__pace *pace, uint64_t rel)
+{
+	struct pin__step_times *t;
+
+	if (!pace)
+		return;
+	t = &pace->times[rel / pace->step];
+	if (!t->read_begin_ns)
+		t->read_begin_ns = pin__now_ns();
+}
+
+/* ...and a request of it is complete. */
+static void pace_done(struct pin__pace *pace, uint64_t rel)
+{
+	struct pin__step_times *t;
+
+	if (!pace)
+		return;
+	t = &pace->times[rel / pace->step];
+	if (t->reads_left && !--t->reads_left)
+		t->read_end_ns = pin__now_ns();
+}
+
+/* The fixed buffer index of dst + rel, or -1. */
+static int fixed_index(struct engine *e, uint64_t rel, uint64_t chunk)
+{
+	uint64_t i = rel / chunk;
+
+	if (!e->fixed && !e->reg)
+		return -1;
+	if (e->reg)
+		return i < e->nreg && e->reg[i] ? (int)i : -1;
+	return (int)i;
+}
+
 static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
-		     const struct pin_io_opts *o, struct pin_io_stats *st)
+		     const struct pin_io_opts *o, struct pin_io_stats *st,
+		     struct pin__pace *pace)
 {
-	uint64_t next = aoff, end = aoff + span, done = 0, chunk;
+	uint64_t next = aoff, end = aoff + span, done = 0, chunk, ready = span;
 	unsigned i, idx;
 	int res, ret;
 
-	chunk = fixed_chunk(o->request_size);
-	engine_register(e, dst, ALIGN_UP(span), chunk, o, st);
+	if (pace) {
+		chunk = pace->step;
+		ready = 0;
+		engine_register_sparse(e, span, chunk, o, st);
+	} else {
+		chunk = fixed_chunk(o->request_size);
+		engine_register(e, dst, ALIGN_UP(span), chunk, o, st);
+	}
 	for (;;) {
-		for (i = 0; i < e->nslots && next < end; i++) {
+		if (pace) {
+			ret = pace_advance(e, pace, dst, span, next - aoff,
+					   &ready, st);
+			if (ret < 0) {
+				pin__io_fail(st->error, sizeof(st->error), ret,
+					     "%s: preparing memory for the read",
+					     f->path);
+				engine_drain(e, st, f->path);
+				return ret;
+			}
+		}
+		for (i = 0; i < e->nslots && next < end &&
+			    next - aoff < ready; i++) {
 			struct slot *s = &e->slots[i];
 
 			if (s->busy)
@@ -555,10 +703,13 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 			s->len = end - next < o->request_size ?
 				 end - next : o->request_size;
 			s->buf = dst + (next - aoff);
-			s->fixed = e->fixed ? (int)((next - aoff) / chunk) : -1;
+			s->fixed = fixed_index(e, next - aoff, chunk);
+			pace_sent(pace, next - aoff);
 			next += s->len;
 			engine_submit(e, f, i, 0);
 		}
+		if (!e->inflight && next < end)
+			continue;	/* waits for the next prepared step */
 		if (!e->inflight)
 			break;
 		ret = engine_next(e, f, st, 0, done, &idx, &res);
@@ -580,8 +731,10 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		done += (uint64_t)res;
 		if ((uint64_t)res == s->len) {
 			st->requests++;
+			pace_done(pace, s->off - aoff);
 		} else if (s->off + (uint64_t)res >= need_end) {
 			st->requests++;		/* ran into EOF past the range */
+			pace_done(pace, s->off - aoff);
 		} else if (res == 0 ||
 			   (f->direct && (s->off + (uint64_t)res) % PIN_IO_ALIGN)) {
 			/* Nothing more, or a direct read that stopped
@@ -619,6 +772,14 @@ int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
 		    uint64_t span, uint64_t need_end,
 		    const struct pin_io_opts *o, struct pin_io_stats *st)
 {
+	return pin__io_read_paced(f, dst, aoff, span, need_end, o, st, NULL);
+}
+
+int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
+		       uint64_t span, uint64_t need_end,
+		       const struct pin_io_opts *o, struct pin_io_stats *st,
+		       struct pin__pace *pace)
+{
 	struct engine e;
 	uint64_t t0;
 	int ret;
@@ -637,7 +798,7 @@ int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
 	if (ret < 0)
 		return ret;
 	st->fixed_buffers = 0;
-	ret = read_pass(&e, f, dst, aoff, span, need_end, o, st);
+	ret = read_pass(&e, f, dst, aoff, span, need_end, o, st, pace);
 	st->fixed_buffers = e.fixed;
 	engine_exit(&e);
 	if (ret == REFUSED) {
@@ -647,7 +808,7 @@ int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
 		ret = engine_init(&e, o, st, f->path);
 		if (ret < 0)
 			return ret;
-		ret = read_pass(&e, f, dst, aoff, span, need_end, o, st);
+		ret = read_pass(&e, f, dst, aoff, span, need_end, o, st, pace);
 		st->fixed_buffers = e.fixed;
 		engine_exit(&e);
 	}

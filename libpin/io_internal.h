@@ -64,6 +64,38 @@ int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 		     size_t nseg, uint64_t file_off,
 		     const struct pin_io_opts *o, struct pin_io_stats *st);
 
+/*
+ * A read into memory that another thread prepares (pins) ahead of it, one
+ * step at a time (fill.c). The read moves only into prepared steps,
+ * registers each step as a fixed buffer of its own once it is prepared,
+ * and records when each step's first read went out and its last came back.
+ */
+struct pin__step_times {
+	uint64_t pin_begin_ns, pin_end_ns;
+	uint64_t read_begin_ns, read_end_ns;
+	unsigned reads_left;	/* requests of the step not yet complete */
+};
+
+struct pin__pace {
+	uint64_t step;		/* bytes; a multiple of the request size */
+	struct pin__step_times *times;	/* one per step */
+	/*
+	 * Bytes prepared from the start of the destination, in *ready; with
+	 * block set, wait until there are at least want. 0 or -errno.
+	 */
+	int (*ready)(struct pin__pace *p, uint64_t want, int block,
+		     uint64_t *ready);
+};
+
+/* pin__io_read_fd into memory prepared as pace says (not NULL). */
+int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
+		       uint64_t span, uint64_t need_end,
+		       const struct pin_io_opts *o, struct pin_io_stats *st,
+		       struct pin__pace *pace);
+
+/* The largest fixed buffer a read may register (issue #15's rule). */
+uint64_t pin__io_fixed_span_max(void);
+
 uint64_t pin__now_ns(void);
 
 #endif /* LIBPIN_IO_INTERNAL_H */

@@ -77,7 +77,7 @@ static int check_pinnable(struct pin_dev *dev, uint64_t size)
 }
 
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
-			struct pin_region *r)
+			struct pin_region *r, int lazy)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	struct stat st;
@@ -94,9 +94,12 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 	if (fd < 0)
 		return pin__fail(dev->err, -errno, "alloc: memfd_create");
 	if (!r->hugetlb) {
-		/* Allocate the pages now, so that ENOMEM shows here. */
+		/*
+		 * Allocate the pages now, so that ENOMEM shows here; unless
+		 * the loader pins them itself, step by step (fill.c).
+		 */
 		if (ftruncate(fd, (off_t)size) ||
-		    fallocate(fd, 0, 0, (off_t)size)) {
+		    (!lazy && fallocate(fd, 0, 0, (off_t)size))) {
 			ret = -errno;
 			close(fd);
 			if (ret == -ENOSPC)

@@ -5,11 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <uapi/pinmem.h>
@@ -36,8 +34,8 @@ static void region_destroy(struct pin_region *r)
 	free(r);
 }
 
-int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
-	      struct pin_region **rp)
+static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+			struct pin_region **rp, int lazy)
 {
 	struct pinmem_alloc a;
 	struct pin_region *r;
@@ -59,7 +57,7 @@ int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 		return pin__fail(dev->err, -ENOMEM, "alloc");
 
 	if (dev->backend == PIN_BACKEND_PORTABLE) {
-		ret = pin__portable_alloc(dev, size, r);
+		ret = pin__portable_alloc(dev, size, r, lazy);
 		if (ret) {
 			region_destroy(r);
 			return ret;
@@ -107,6 +105,18 @@ int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 	}
 	*rp = r;
 	return 0;
+}
+
+int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+	      struct pin_region **rp)
+{
+	return region_alloc(dev, size, flags, rp, 0);
+}
+
+int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
+		       struct pin_region **rp)
+{
+	return region_alloc(dev, size, flags, rp, 1);
 }
 
 int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp)
@@ -247,53 +257,6 @@ static int region_map(struct pin_region *r, void **addrp, int lock)
 int pin_region_map(struct pin_region *r, void **addrp)
 {
 	return region_map(r, addrp, 1);
-}
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
-#endif
-
-/* Make a range present; where the kernel cannot, the writes fault. */
-static void *populate(void *arg)
-{
-	const struct iovec *range = arg;
-
-	madvise(range->iov_base, range->iov_len, MADV_POPULATE_WRITE);
-	return NULL;
-}
-
-/*
- * Making 4 KiB memfd pages present is the costly part of filling a
- * portable region (fault by fault); locking them too, and again when the
- * seal remaps the mapping read-only, doubled it. So a small-page memfd is
- * mapped unlocked and made present by two threads at once (one per half);
- * the seal locks it before the region is handed out. Device regions and
- * hugetlb memfds are mapped as usual.
- */
-int pin__region_map_to_fill(struct pin_region *r, void **addrp, uint64_t len)
-{
-	struct iovec halves[2];
-	pthread_t helper;
-	int ret, helped;
-
-	if (!r || r->backend != PIN_BACKEND_PORTABLE || r->hugetlb)
-		return pin_region_map(r, addrp);
-	ret = region_map(r, addrp, 0);
-	if (ret)
-		return ret;
-	if (len > r->size)
-		len = r->size;
-	halves[0].iov_base = *addrp;
-	halves[0].iov_len = (len / 2) & ~(uint64_t)4095;
-	halves[1].iov_base = (char *)*addrp + halves[0].iov_len;
-	halves[1].iov_len = len - halves[0].iov_len;
-	helped = !pthread_create(&helper, NULL, populate, &halves[1]);
-	populate(&halves[0]);
-	if (helped)
-		pthread_join(helper, NULL);
-	else
-		populate(&halves[1]);
-	return 0;
 }
 
 int pin_region_unmap(struct pin_region *r)

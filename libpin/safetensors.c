@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "io_internal.h"
+#include "fill.h"
 #include "safetensors_internal.h"
 
 static const struct {
@@ -108,6 +109,8 @@ struct pin_st {
 	size_t nfiles;
 	struct pin_io_stats stats;
 	struct pin_st_phases phases;	/* of the last load */
+	struct pin_st_step *steps;	/* of the last load */
+	size_t nsteps;
 	char err[PIN_ERR_LEN];
 };
 
@@ -152,6 +155,7 @@ void pin_st_free(struct pin_st *ck)
 	if (!ck)
 		return;
 	st_clear(ck);
+	free(ck->steps);
 	free(ck);
 }
 
@@ -680,6 +684,49 @@ static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
 			 "%s", s->fallback_reason);
 }
 
+/* Append a fill's steps to the load's timeline; frees rep->times. */
+static void keep_steps(struct pin_st *ck, unsigned fi,
+		       struct pin__fill_report *rep, uint64_t span)
+{
+	struct pin_st_step *n;
+	size_t k;
+
+	n = rep->nsteps ? realloc(ck->steps, (ck->nsteps + rep->nsteps) *
+				  sizeof(*n)) : NULL;
+	if (n) {
+		ck->steps = n;
+		for (k = 0; k < rep->nsteps; k++) {
+			struct pin_st_step *s = &n[ck->nsteps + k];
+			const struct pin__step_times *t = &rep->times[k];
+
+			memset(s, 0, sizeof(*s));
+			s->file = fi;
+			s->offset = k * rep->step;
+			s->length = span - s->offset < rep->step ?
+				    span - s->offset : rep->step;
+			s->pin_begin_ns = t->pin_begin_ns;
+			s->pin_end_ns = t->pin_end_ns;
+			s->read_begin_ns = t->read_begin_ns;
+			s->read_end_ns = t->read_end_ns;
+		}
+		ck->nsteps += rep->nsteps;
+	}
+	free(rep->times);
+	rep->times = NULL;
+}
+
+int pin_st_timeline(const struct pin_st *ck, struct pin_st_step *steps,
+		    size_t cap)
+{
+	if (!ck || (cap && !steps))
+		return -EINVAL;
+	if (cap > ck->nsteps)
+		cap = ck->nsteps;
+	if (cap)
+		memcpy(steps, ck->steps, cap * sizeof(*steps));
+	return (int)ck->nsteps;
+}
+
 /* Load file index fi: header, region, data section, seal. */
 static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		     const struct pin_io_opts *o, struct st_progress *prog)
@@ -690,7 +737,7 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	struct pin_region *r = NULL;
 	uint64_t t0 = pin__now_ns(), tp, head, span, astart;
 	size_t first = ck->n, i;
-	struct pin__refs_hold hold;
+	struct pin__fill_report rep;
 	struct pin__file f;
 	void *map;
 	int ret;
@@ -711,13 +758,14 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	tp = pin__now_ns();
 	/* fallocate of a memfd may be interrupted (EINTR): try again. */
 	for (i = 0; i < 5; i++) {
-		ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN, 0, &r);
+		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN, 0,
+					 &r);
 		if (ret != -EINTR)
 			break;
 	}
 	if (ret == -ENOMEM) {
-		ret = pin_alloc(dev, span ? span : PIN_IO_ALIGN,
-				PIN_ALLOC_FALLBACK, &r);
+		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
+					 PIN_ALLOC_FALLBACK, &r);
 		if (!ret)
 			snprintf(st.fallback_reason + strlen(st.fallback_reason),
 				 sizeof(st.fallback_reason) - strlen(st.fallback_reason),
@@ -730,27 +778,20 @@ static int load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		goto out;
 	}
 	ck->phases.alloc_ns += pin__now_ns() - tp;
-	tp = pin__now_ns();
-	ret = pin__region_map_to_fill(r, &map, span);
-	if (ret) {
-		st_fail(ck, ret, "%s: mapping its region: %s", sf->path,
-			pin_region_error(r));
-		goto out;
-	}
-	ck->phases.pin_ns += pin__now_ns() - tp;
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
 	}
-	/* The read's fixed buffers are the owner's: declared (refs.c). */
-	pin__refs_hold(&hold, r, map, span, PIN_EXPECT_PER_CHUNK);
-	ret = pin__io_read_fd(&f, map, astart, span,
-			      sf->data_start + sf->data_len, &po, &st);
-	pin__refs_release(&hold);
+	ret = pin__fill_from_file(r, &f, astart, span,
+				  sf->data_start + sf->data_len, &po, &st,
+				  &rep);
+	ck->phases.pin_ns += rep.pin_ns;
+	keep_steps(ck, fi, &rep, span);
 	prog->base += span;
 	st.direct = f.direct;
 	if (ret) {
-		st_fail(ck, ret, "%s", st.error);
+		st_fail(ck, ret, "%s", st.error[0] ? st.error :
+			pin_region_error(r));
 		goto out;
 	}
 	ck->phases.transfer_ns += st.io_ns;
@@ -982,6 +1023,7 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	memset(&ck->phases, 0, sizeof(ck->phases));
+	ck->nsteps = 0;
 	ret = pin__io_opts(opts, &o, &ck->stats);
 	if (ret)
 		return st_fail(ck, ret, "%s", ck->stats.error);
@@ -1474,6 +1516,7 @@ int pin_st_save(struct pin_st *ck, const char *path,
 
 	memset(st, 0, sizeof(*st));
 	memset(&ck->phases, 0, sizeof(ck->phases));
+	ck->nsteps = 0;
 	ck->err[0] = 0;
 	ret = pin__io_opts(opts, &o, st);
 	if (ret)

@@ -37,6 +37,7 @@
 #include <pin.h>
 
 #include "cpu.h"
+#include "pages.h"
 #include "json.h"
 
 extern char **environ;
@@ -67,6 +68,9 @@ struct cfg {
 	uint64_t save_size;
 	const char *fio;
 	long read_ahead_kb;	/* of the file's disk; -1: unknown */
+	int hugetlb_pool;	/* --hugetlb-pool: set one for the run */
+	long pool_was, pool_set;	/* nr_hugepages before, during */
+	const char *pages[2];	/* per backend: the last load's pages */
 };
 
 static uint64_t now_ns(void)
@@ -408,7 +412,21 @@ static void report_phases(const struct cfg *c, const char *const *backend,
 		printf(c->json ? "}" : "\n");
 	}
 	if (c->json)
-		printf("}");
+		printf("},\"pages\":{");
+	for (b = 0; b < 2 && backend[b]; b++) {
+		if (c->json)
+			printf("%s\"libpin %s\":\"%s\"", b ? "," : "",
+			       backend[b], c->pages[b]);
+		else
+			printf("  libpin %s: pages %s\n", backend[b],
+			       c->pages[b]);
+	}
+	if (c->json)
+		printf("},\"hugetlb_pool\":{\"was\":%ld,\"set\":%ld}",
+		       c->pool_was, c->pool_set);
+	else if (c->pool_set >= 0)
+		printf("  hugetlb pool: %ld pages of 2 MiB for the run (was %ld, restored)\n",
+		       c->pool_set, c->pool_was);
 }
 
 static void report(const struct cfg *c, const char *what, const char *file,
@@ -558,6 +576,8 @@ static int bench_load(struct cfg *c, const char *file)
 			}
 			add_cpu(&s[i_e2e[b]], cpu_per_gb(&m, size));
 			add_phases(ph[b], ck);
+			c->pages[b] = page_kind(pin_dev_backend(devs[b]),
+						pin_st_region(ck, 0));
 			pin_st_stats(ck, &st);
 			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
 			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
@@ -592,6 +612,67 @@ static int bench_load(struct cfg *c, const char *file)
 	for (b = 0; b < c->nbackends; b++)
 		pin_close(devs[b]);
 	return 0;
+}
+
+#define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
+
+static long read_pool(void)
+{
+	FILE *f = fopen(NR_HUGEPAGES, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int write_pool(long v)
+{
+	FILE *f = fopen(NR_HUGEPAGES, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%ld\n", v) > 0;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+/*
+ * bench_load, with --hugetlb-pool inside a pool of 2 MiB pages big enough
+ * for the baselines' region and libpin's (the kernel may give fewer: the
+ * report says how many), restored afterwards.
+ */
+static int bench_load_pool(struct cfg *c, const char *file)
+{
+	struct stat sb;
+	long need;
+	int ret;
+
+	if (!c->hugetlb_pool)
+		return bench_load(c, file);
+	if (stat(file, &sb) < 0) {
+		fprintf(stderr, "pinbench: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	need = (long)(2 * (((uint64_t)sb.st_size >> 21) + 2));
+	c->pool_was = read_pool();
+	if (c->pool_was < 0 || write_pool(c->pool_was + need)) {
+		fprintf(stderr, "pinbench: cannot set %s (root needed)\n",
+			NR_HUGEPAGES);
+		return 1;
+	}
+	c->pool_set = read_pool();
+	if (c->pool_set < c->pool_was + need)
+		fprintf(stderr, "pinbench: hugetlb pool: %ld pages of the %ld asked for\n",
+			c->pool_set, c->pool_was + need);
+	ret = bench_load(c, file);
+	if (write_pool(c->pool_was))
+		fprintf(stderr, "pinbench: could not restore %s to %ld\n",
+			NR_HUGEPAGES, c->pool_was);
+	return ret;
 }
 
 static int bench_save(struct cfg *c, const char *out)
@@ -694,6 +775,8 @@ static void usage(void)
 		"                      (K/M/G suffix, default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n"
+		"  --hugetlb-pool      load: run inside a hugetlb pool big enough for the\n"
+		"                      file (root; nr_hugepages restored afterwards)\n"
 		"  --version           pinbench's and libpin's version\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
@@ -735,6 +818,7 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "fio", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "hugetlb-pool", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -744,6 +828,7 @@ int main(int argc, char **argv)
 		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
 		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
 		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
+		.pool_was = -1, .pool_set = -1,
 	};
 	uint64_t v;
 	char *comma;
@@ -781,6 +866,7 @@ int main(int argc, char **argv)
 			break;
 		case 'f': c.fio = optarg; break;
 		case 'j': c.json = 1; break;
+		case 'H': c.hugetlb_pool = 1; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -795,7 +881,7 @@ int main(int argc, char **argv)
 	if (drop_caches())
 		c.cold = 0;
 	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc)
-		return bench_load(&c, argv[optind + 1]);
+		return bench_load_pool(&c, argv[optind + 1]);
 	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc)
 		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
 				  "pinbench-save.safetensors");

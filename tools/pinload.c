@@ -16,6 +16,7 @@
 #include <pin.h>
 
 #include "cpu.h"
+#include "pages.h"
 #include "json.h"
 
 struct bar {
@@ -322,13 +323,15 @@ int main(int argc, char **argv)
 			printf(",\"queue_depth\":%u,\"request_size\":%u,"
 			       "\"requests\":%llu,\"short_ios\":%llu,\"retries\":%llu,"
 			       "\"region_chunks\":%llu,\"fallback_chunks\":%llu,"
-			       "\"verify\":",
+			       "\"pages\":\"%s\",\"verify\":",
 			       st.queue_depth, st.request_size,
 			       (unsigned long long)st.requests,
 			       (unsigned long long)st.short_ios,
 			       (unsigned long long)st.retries,
 			       (unsigned long long)chunks,
-			       (unsigned long long)fbchunks);
+			       (unsigned long long)fbchunks,
+			       page_kind(pin_dev_backend(dev),
+					 pin_st_region(ck, 0)));
 			if (vres)
 				json_str(stdout, vres);
 			else
@@ -340,7 +343,9 @@ int main(int argc, char **argv)
 			       (double)st.bytes / 1e9, secs,
 			       secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0,
 			       pin_backend_name(pin_dev_backend(dev)));
-			printf("  transfer alone: %.3f s, %.2f GB/s (the rest: allocating and pinning, header, seal)\n",
+			printf("  pages: %s\n", page_kind(pin_dev_backend(dev),
+							   pin_st_region(ck, 0)));
+			printf("  transfer alone: %.3f s, %.2f GB/s (pinning runs under it; the rest: header, allocating, seal)\n",
 			       (double)st.io_ns / 1e9,
 			       st.io_ns ? (double)st.bytes / (double)st.io_ns : 0.0);
 			printf("  phases: allocate %.3f s, pin %.3f s, transfer %.3f s, seal %.3f s; CPU %.3f s (%.3f s per GB)\n",

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Filling a fresh region from a file with the pinning under the reads.
+ *
+ * On the portable backend most of a load's cost is making memfd pages
+ * present and locked; done first, it adds to the read instead of hiding
+ * under it. So a helper thread prepares the region one step at a time
+ * while the reads (io.c, paced) follow it step by step:
+ *
+ *  - the owner mapping is read-only from the start (a mapping of an
+ *    O_RDONLY reopen of the memfd), and the helper mlock()s it a step at a
+ *    time: allocating, zeroing, mapping and locking each page in one pass,
+ *    with no fallocate before it;
+ *  - the reads go through a second, writable mapping that the helper makes
+ *    present right after (the pages are in the page cache by then, so
+ *    these are minor faults) and that is unmapped when the reads are done;
+ *  - the seal then finds no writable mapping and has nothing to remap.
+ *
+ * A device region is allocated and mapped (its pages inserted at mmap) by
+ * the kernel in one ALLOC and one mmap: all of it is prepared at once, and
+ * only the fixed buffers are registered step by step.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "io_internal.h"
+#include "fill.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22	/* Linux 5.14 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+
+#define STEP_MIN	(4ULL << 20)
+#define STEP_MAX	(64ULL << 20)
+#define STEPS_WANTED	16	/* enough steps that the first is small */
+
+struct filler {
+	struct pin__pace pace;		/* first: io.c hands it back */
+	struct pin_region *r;
+	char *owner;			/* read-only owner mapping */
+	char *fill;			/* writable mapping the reads go to */
+	uint64_t span;
+	size_t nsteps;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t prepared;		/* under lock */
+	int err;			/* under lock */
+	atomic_int stop;
+	int unlocked;			/* mlock refused at some step */
+	uint64_t busy_ns;		/* the helper's time preparing */
+};
+
+/* Step size: a multiple of the request size, at most a fixed buffer. */
+static uint64_t step_for(uint64_t span, uint32_t request_size)
+{
+	uint64_t step = span / STEPS_WANTED, max = pin__io_fixed_span_max();
+
+	if (step < STEP_MIN)
+		step = STEP_MIN;
+	if (step > STEP_MAX)
+		step = STEP_MAX;
+	if (step > max)
+		step = max;
+	step = step / request_size * request_size;
+	return step ? step : request_size;
+}
+
+static int filler_ready(struct pin__pace *p, uint64_t want, int block,
+			uint64_t *ready)
+{
+	struct filler *fl = (struct filler *)p;
+	int err;
+
+	pthread_mutex_lock(&fl->lock);
+	while (block && fl->prepared < want && !fl->err)
+		pthread_cond_wait(&fl->cond, &fl->lock);
+	*ready = fl->prepared;
+	err = fl->err;
+	pthread_mutex_unlock(&fl->lock);
+	return err;
+}
+
+static void publish(struct filler *fl, uint64_t prepared, int err)
+{
+	pthread_mutex_lock(&fl->lock);
+	fl->prepared = prepared;
+	if (err && !fl->err)
+		fl->err = err;
+	pthread_cond_broadcast(&fl->cond);
+	pthread_mutex_unlock(&fl->lock);
+}
+
+/* Allocate, zero, map and lock one step; then map it for the reads. */
+static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
+{
+	/*
+	 * fallocate allocates without faults; the write faults then zero
+	 * and map the pages (one a fault), and the owner's read faults map
+	 * sixteen cached pages a fault (fault-around). Measured cheaper than
+	 * faults allocating, or mlock first. Before Linux 5.14 (EINVAL)
+	 * mlock maps them instead.
+	 */
+	if (!fl->r->hugetlb &&
+	    fallocate(fl->r->fd, 0, (off_t)off, (off_t)len))
+		return errno == ENOSPC ? -ENOMEM : -errno;
+	if (madvise(fl->fill + off, len, MADV_POPULATE_WRITE) &&
+	    errno != EINVAL)
+		return -errno;
+	if (fl->unlocked || mlock(fl->owner + off, len)) {
+		/* Over RLIMIT_MEMLOCK: present, not locked (as pin_region_map). */
+		fl->unlocked = 1;
+		if (madvise(fl->owner + off, len, MADV_POPULATE_READ) &&
+		    errno != EINVAL)
+			return -errno;
+	}
+	return 0;
+}
+
+static void *prepare_all(void *arg)
+{
+	struct filler *fl = arg;
+	uint64_t step = fl->pace.step;
+	size_t k;
+	int err;
+
+	for (k = 0; k < fl->nsteps && !atomic_load(&fl->stop); k++) {
+		struct pin__step_times *t = &fl->pace.times[k];
+		uint64_t off = k * step;
+		uint64_t len = fl->span - off < step ? fl->span - off : step;
+
+		t->pin_begin_ns = pin__now_ns();
+		err = prepare_step(fl, off, len);
+		t->pin_end_ns = pin__now_ns();
+		fl->busy_ns += t->pin_end_ns - t->pin_begin_ns;
+		publish(fl, off + len, err);
+		if (err)
+			break;
+	}
+	return NULL;
+}
+
+/* The two mappings of a portable region; r->map becomes the owner's. */
+static int map_portable(struct filler *fl)
+{
+	struct pin_region *r = fl->r;
+	char path[64];
+	void *p;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pin__fail(r->err, -errno, "fill: reopen %s", path);
+	p = mmap(NULL, r->size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return pin__fail(r->err, -errno, "fill: owner mapping");
+	fl->owner = p;
+	p = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED) {
+		ret = pin__fail(r->err, -errno, "fill: writable mapping");
+		munmap(fl->owner, r->size);
+		return ret;
+	}
+	fl->fill = p;
+	if (!r->hugetlb) {
+		/* Where shmem THP is "advise", these make the pages huge. */
+		madvise(fl->owner, r->size, MADV_HUGEPAGE);
+		madvise(fl->fill, r->size, MADV_HUGEPAGE);
+	}
+	r->map = fl->owner;
+	r->map_prot = PROT_READ;
+	r->unlocked = 1;	/* until every step is locked */
+	return 0;
+}
+
+static int filler_init(struct filler *fl, struct pin_region *r,
+		       uint64_t span, const struct pin_io_opts *o)
+{
+	size_t k;
+
+	memset(fl, 0, sizeof(*fl));
+	fl->r = r;
+	fl->span = span;
+	fl->pace.step = step_for(span, o->request_size);
+	fl->pace.ready = filler_ready;
+	fl->nsteps = (size_t)((span + fl->pace.step - 1) / fl->pace.step);
+	fl->pace.times = calloc(fl->nsteps ? fl->nsteps : 1,
+				sizeof(*fl->pace.times));
+	if (!fl->pace.times)
+		return pin__fail(r->err, -ENOMEM, "fill: step table");
+	for (k = 0; k < fl->nsteps; k++) {
+		uint64_t len = span - k * fl->pace.step;
+
+		if (len > fl->pace.step)
+			len = fl->pace.step;
+		fl->pace.times[k].reads_left =
+			(unsigned)((len + o->request_size - 1) / o->request_size);
+	}
+	pthread_mutex_init(&fl->lock, NULL);
+	pthread_cond_init(&fl->cond, NULL);
+	return 0;
+}
+
+static void filler_destroy(struct filler *fl)
+{
+	pthread_cond_destroy(&fl->cond);
+	pthread_mutex_destroy(&fl->lock);
+	free(fl->pace.times);
+}
+
+/* Device, or no thread to be had: everything prepared, in this thread. */
+static int prepare_inline(struct filler *fl, void **dst)
+{
+	struct pin_region *r = fl->r;
+	uint64_t t0 = pin__now_ns(), t1;
+	size_t k;
+	int ret = 0;
+
+	if (fl->fill) {
+		prepare_all(fl);
+		ret = fl->err;
+		*dst = fl->fill;
+		return ret;
+	}
+	ret = pin_region_map(r, dst);
+	t1 = pin__now_ns();
+	for (k = 0; k < fl->nsteps; k++) {
+		fl->pace.times[k].pin_begin_ns = t0;
+		fl->pace.times[k].pin_end_ns = t1;
+	}
+	fl->busy_ns = t1 - t0;
+	publish(fl, fl->span, ret);
+	return ret;
+}
+
+static void report(struct filler *fl, struct pin__fill_report *rep)
+{
+	rep->pin_ns = fl->busy_ns;
+	rep->nsteps = fl->nsteps;
+	rep->step = fl->pace.step;
+	rep->times = fl->pace.times;
+	fl->pace.times = NULL;
+}
+
+int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
+			uint64_t aoff, uint64_t span, uint64_t need_end,
+			const struct pin_io_opts *o, struct pin_io_stats *st,
+			struct pin__fill_report *rep)
+{
+	struct pin__refs_hold hold;
+	struct filler fl;
+	pthread_t helper;
+	int threaded = 0, ret;
+	void *dst = NULL;
+
+	memset(rep, 0, sizeof(*rep));
+	ret = filler_init(&fl, r, span, o);
+	if (ret)
+		return ret;
+	if (r->backend == PIN_BACKEND_PORTABLE && !r->map) {
+		ret = map_portable(&fl);
+		if (ret)
+			goto out;
+		dst = fl.fill;
+		threaded = !pthread_create(&helper, NULL, prepare_all, &fl);
+	}
+	if (!threaded) {
+		ret = prepare_inline(&fl, &dst);
+		if (ret) {
+			pin__fail(r->err, ret, "fill: preparing the region");
+			goto out_unmap;
+		}
+	}
+	/* The read's fixed buffers are the owner's: declared (refs.c). */
+	pin__refs_hold(&hold, r, dst, span, PIN_EXPECT_PER_CHUNK);
+	ret = pin__io_read_paced(f, dst, aoff, span, need_end, o, st,
+				 &fl.pace);
+	pin__refs_release(&hold);
+	if (threaded) {
+		atomic_store(&fl.stop, 1);
+		pthread_join(helper, NULL);
+	}
+	if (!ret)
+		r->unlocked = fl.unlocked;
+out_unmap:
+	if (fl.fill)
+		munmap(fl.fill, r->size);
+	report(&fl, rep);
+out:
+	filler_destroy(&fl);
+	return ret;
+}

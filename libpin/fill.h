@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Filling a fresh region from a file, pinning under the reads (fill.c).
+ * Not installed.
+ */
+#ifndef LIBPIN_FILL_H
+#define LIBPIN_FILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io_internal.h"
+
+/* What a fill did, step by step; times is the caller's to free. */
+struct pin__fill_report {
+	uint64_t pin_ns;	/* time spent preparing (overlaps the reads) */
+	uint64_t step;		/* bytes per step */
+	size_t nsteps;
+	struct pin__step_times *times;
+};
+
+/*
+ * Read file bytes [aoff, aoff + span) into the start of r, a region that
+ * is neither mapped nor filled yet (portable: allocated without its pages,
+ * see pin__alloc_to_fill), while a helper thread pins it step by step
+ * ahead of the reads. On return r->map is the owner mapping, read-only on
+ * the portable backend, so that the seal need not remap it.
+ */
+int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
+			uint64_t aoff, uint64_t span, uint64_t need_end,
+			const struct pin_io_opts *o, struct pin_io_stats *st,
+			struct pin__fill_report *rep);
+
+#endif /* LIBPIN_FILL_H */

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A load pins under its reads: pin_st_timeline shows the data span in
+ * steps, no step read before it was pinned, and (portable backend, small
+ * pages: pinning takes time there) the reads under way before the pinning
+ * is done, the pinning of step k + 1 begun before the reads of step k came
+ * back. The data is the file's, the region sealed, its pages locked; a
+ * save leaves no timeline and bad arguments are refused.
+ *   st-overlap DIR
+ */
+#include <sys/mman.h>
+
+#include "io-test.h"
+
+#define SIZE	(64u << 20)
+#define REQ	(1u << 20)
+
+/* Bytes this process has locked (VmLck), or -1. */
+static long long locked_bytes(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Whether mlock shows in VmLck here (ASan makes mlock a no-op). */
+static int mlock_counts(void)
+{
+	static char page[4096] __attribute__((aligned(4096)));
+	long long before = locked_bytes();
+	int counts;
+
+	if (mlock(page, sizeof(page)))
+		return 0;
+	counts = locked_bytes() > before;
+	munlock(page, sizeof(page));
+	return counts;
+}
+
+static void check_steps(const struct pin_st_step *s, int n, int overlap)
+{
+	uint64_t covered = 0;
+	int k, ahead = 0;
+
+	for (k = 0; k < n; k++) {
+		CHECK(s[k].offset == covered, "step %d at %llu, expected %llu",
+		      k, (unsigned long long)s[k].offset,
+		      (unsigned long long)covered);
+		covered += s[k].length;
+		CHECK(s[k].pin_begin_ns && s[k].pin_end_ns >= s[k].pin_begin_ns,
+		      "step %d: pin times", k);
+		CHECK(s[k].read_begin_ns >= s[k].pin_end_ns,
+		      "step %d read %lld ns before it was pinned", k,
+		      (long long)(s[k].pin_end_ns - s[k].read_begin_ns));
+		CHECK(s[k].read_end_ns > s[k].read_begin_ns,
+		      "step %d: read times", k);
+		if (k + 1 < n && s[k + 1].pin_begin_ns < s[k].read_end_ns)
+			ahead++;
+	}
+	CHECK(covered >= SIZE, "steps cover %llu bytes of %u",
+	      (unsigned long long)covered, SIZE);
+	printf("# %d steps of %llu bytes; pinning of k+1 began before reads of k ended at %d of %d; reads began %.3f ms before pinning ended\n",
+	       n, (unsigned long long)s[0].length, ahead, n - 1,
+	       ((double)s[n - 1].pin_end_ns - (double)s[0].read_begin_ns) /
+	       1e6);
+	if (!overlap)
+		return;
+	CHECK(s[0].read_begin_ns < s[n - 1].pin_end_ns,
+	      "the reads began only after all the pinning was done");
+	CHECK(ahead > 0, "no step was pinned while the one before it was read");
+}
+
+int main(int argc, char **argv)
+{
+	char path[4096];
+	uint64_t shape[1] = { SIZE };
+	uint8_t *data = malloc(SIZE);
+	struct pin_st_tensor t = {
+		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
+		.nbytes = SIZE, .data = data,
+	};
+	struct pin_io_opts o = { .request_size = REQ };
+	struct pin_st *ck = pin_st_new(), *ld;
+	struct pin_st_step steps[64];
+	struct pin_region_info ri;
+	struct pin_st_tensor got;
+	struct pin_dev *dev;
+	long long lck;
+	int n, portable;
+
+	CHECK(data && ck, "memory");
+	snprintf(path, sizeof(path), "%s/st-overlap-%d.safetensors",
+		 test_dir(argc, argv), (int)getpid());
+	fill(data, SIZE, 7);
+	CHECK(pin_st_save(ck, path, &t, 1, NULL, NULL, 0, NULL) == 0, "%s",
+	      pin_st_error(ck));
+	CHECK_EQ(pin_st_timeline(ck, steps, 64), 0);
+	CHECK_EQ(pin_st_timeline(ck, NULL, 1), -EINVAL);
+	CHECK_EQ(pin_st_timeline(NULL, steps, 64), -EINVAL);
+
+	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
+	portable = pin_dev_backend(dev) == PIN_BACKEND_PORTABLE;
+	ld = pin_st_new();
+	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	n = pin_st_timeline(ld, NULL, 0);
+	CHECK(n > 1 && n <= 64, "%d steps", n);
+	CHECK_EQ(pin_st_timeline(ld, steps, 64), n);
+	CHECK_EQ(pin_region_info(pin_st_region(ld, 0), &ri), 0);
+	/* The device pins in ALLOC and mmap, hugetlb pages are allocated
+	 * up front: only small portable pages are pinned step by step. */
+	check_steps(steps, n, portable && ri.min_order == 0);
+	CHECK_EQ(ri.state, PIN_STATE_SEALED);
+	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
+	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ");
+	lck = locked_bytes();
+	if (portable && geteuid() == 0 && mlock_counts())
+		CHECK(lck >= SIZE, "%lld bytes locked, want %u", lck, SIZE);
+	else
+		printf("# locked pages not checked (not root, or mlock intercepted by the sanitizer)\n");
+
+	pin_st_free(ld);
+	pin_close(dev);
+	pin_st_free(ck);
+	unlink(path);
+	free(data);
+	printf("ok\n");
+	return 0;
+}
