@@ -105,12 +105,7 @@ def from_array(a, dtype, shape=None):
     m = core._mapping_of(a)
     if m is not None:
         _MAPPINGS[m.addr] = m
-    # Plain ndarray views: their base chain holds a (and so the mapping)
-    # without registering each step as a derived PinnedArray, which costs
-    # a weakref per step and per drop (most of a cycle's time in a TCG
-    # guest).
-    carrier = a.view(np.ndarray).reshape(-1).view(np.uint8) \
-        .view(_CARRIER[size])
+    carrier = a.reshape(-1).view(np.uint8).view(_CARRIER[size])
     with warnings.catch_warnings():
         # Read-only memory: see the module's docstring for what a write does.
         warnings.simplefilter("ignore", UserWarning)
