@@ -64,11 +64,20 @@ def _header_error(text):
     return SafetensorError(text)
 
 
+# lib.rs parse_dtype_str (TensorSpec's constructor): the names it takes,
+# in its order, for its error text.
+_SUPPORTED = ("bool, int8, uint8, int16, uint16, int32, uint32, int64, "
+              "uint64, float16, float32, float64, bfloat16, float8_e4m3fn, "
+              "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
+              "float8_e8m0fnu, float4_e2m1fn_x2, complex64")
+
+
 def file_dtype(framework_name):
     try:
         return FROM_FRAMEWORK[framework_name]
     except KeyError:
-        raise SafetensorError("dtype %s is not covered" % framework_name) \
+        raise SafetensorError("Unknown dtype %s. Supported dtypes: %s" %
+                              (json.dumps(framework_name), _SUPPORTED)) \
             from None
 
 
