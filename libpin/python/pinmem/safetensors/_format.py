@@ -10,16 +10,24 @@ within a dtype, their data back to back in that order; the header padded
 with spaces to a multiple of 8 bytes.
 
 Reading: the rules and messages of safetensors' read_metadata/validate,
-raised as SafetensorError("Error while deserializing header: ...").
+raised as SafetensorError("Error while deserializing header: ...") (by
+safe_open) or ("Error while deserializing: ...") (by load(bytes)).
+
+Checked against huggingface/safetensors' source (safetensors/src/tensor.rs:
+SafeTensorError's Display, read_metadata, Metadata::validate, prepare, the
+Dtype enum; bindings/python/src/lib.rs: Open::new, deserialize): see
+tests/python/test_st_compat.py for the lines each rule comes from.
 """
 import json
 import math
+import os
 import struct
 
 MAX_HEADER_SIZE = 100_000_000
 
-# safetensors' Dtype enum in declaration order (0.6/0.7): the sort key of
-# the writer, which puts the highest first.
+# safetensors' Dtype enum in declaration order (tensor.rs, "They MUST be in
+# increasing alignment order"; C64 between F32 and F64): the writer's
+# prepare() sorts by dtype descending, then by name.
 DTYPE_ORDER = ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2",
                "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16", "I32",
                "U32", "F32", "C64", "F64", "I64", "U64"]
@@ -48,15 +56,28 @@ class SafetensorError(Exception):
 SafetensorError.__module__ = "pinmem.safetensors"
 
 
+HEADER_PREFIX = "Error while deserializing header: "   # safe_open
+BYTES_PREFIX = "Error while deserializing: "            # load(bytes)
+
+
 def _header_error(text):
-    return SafetensorError("Error while deserializing header: " + text)
+    return SafetensorError(text)
+
+
+# lib.rs parse_dtype_str (TensorSpec's constructor): the names it takes,
+# in its order, for its error text.
+_SUPPORTED = ("bool, int8, uint8, int16, uint16, int32, uint32, int64, "
+              "uint64, float16, float32, float64, bfloat16, float8_e4m3fn, "
+              "float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
+              "float8_e8m0fnu, float4_e2m1fn_x2, complex64")
 
 
 def file_dtype(framework_name):
     try:
         return FROM_FRAMEWORK[framework_name]
     except KeyError:
-        raise SafetensorError("dtype %s is not covered" % framework_name) \
+        raise SafetensorError("Unknown dtype %s. Supported dtypes: %s" %
+                              (json.dumps(framework_name), _SUPPORTED)) \
             from None
 
 
@@ -103,7 +124,12 @@ def serialize(entries, metadata):
     return [struct.pack("<Q", len(head)), head] + datas
 
 
-def _utf8_error(e):
+def _utf8_error(e, n):
+    # Rust's Utf8Error: a sequence cut off by the end of the header has no
+    # error length and is worded apart.
+    if e.reason == "unexpected end of data" and e.end == n:
+        return "invalid UTF-8 in header: incomplete utf-8 byte sequence " \
+               "from index %d" % e.start
     return "invalid UTF-8 in header: invalid utf-8 sequence of %d bytes " \
            "from index %d" % (e.end - e.start, e.start)
 
@@ -112,7 +138,8 @@ def parse_header(head8, read, total):
     """Check a file's header the way safetensors does. head8: its first
     (up to) 8 bytes; read(n): the next n bytes; total: the file's size.
     Returns (metadata or None, [(name, dtype, shape, begin, end)] in offset
-    order, data start)."""
+    order, data start). Errors are SafetensorError(reason), without the
+    prefix the caller adds."""
     if total < 8 or len(head8) < 8:
         raise _header_error("header too small")
     (n,) = struct.unpack("<Q", head8[:8])
@@ -124,7 +151,11 @@ def parse_header(head8, read, total):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _header_error(_utf8_error(e)) from None
+        raise _header_error(_utf8_error(e, len(raw))) from None
+    # The format says the header MUST begin with "{", and libpin's reader
+    # holds to that. safetensors' Rust reader has this check commented out
+    # (it lets serde_json skip leading whitespace); pinmem raises
+    # safetensors' own InvalidHeaderStart text instead of loading.
     if not text.startswith("{"):
         raise _header_error("invalid start character in header, must be `{`")
     try:
@@ -181,8 +212,21 @@ def _entry(name, e):
     return dt, tuple(shape), offs[0], offs[1]
 
 
+def prefixed(prefix, fn, *args):
+    """fn(*args), its SafetensorError's text prefixed as safetensors does."""
+    try:
+        return fn(*args)
+    except SafetensorError as e:
+        raise SafetensorError(prefix + str(e)) from None
+
+
 def parse_bytes(data):
-    """parse_header over a whole file image in memory."""
+    """parse_header over a whole file image in memory (load(bytes)'s
+    wording: "Error while deserializing: ...")."""
+    return prefixed(BYTES_PREFIX, _parse_bytes, data)
+
+
+def _parse_bytes(data):
     data = memoryview(data)
     pos = [8]
 
@@ -194,19 +238,19 @@ def parse_bytes(data):
 
 
 def parse_file(filename):
-    """parse_header of a file; FileNotFoundError as safetensors words it."""
+    """parse_header of a file, safe_open's wording; a file that cannot be
+    opened is FileNotFoundError("No such file or directory: PATH"), the path
+    as Rust's Path::display() prints it (unquoted), whatever the errno."""
     try:
         f = open(filename, "rb")
-    except FileNotFoundError:
-        raise FileNotFoundError("No such file or directory: %s" %
-                                _rust_debug_path(filename)) from None
+    except OSError:
+        raise not_found(filename) from None
     with f:
-        import os
         total = os.fstat(f.fileno()).st_size
-        return parse_header(f.read(8), f.read, total)
+        return prefixed(HEADER_PREFIX, parse_header, f.read(8), f.read,
+                        total)
 
 
-def _rust_debug_path(p):
-    # Rust's {:?} of a PathBuf: the path in double quotes, escaped.
-    import os
-    return json.dumps(os.fsdecode(p), ensure_ascii=False)
+def not_found(filename):
+    return FileNotFoundError("No such file or directory: %s" %
+                             os.fsdecode(filename))

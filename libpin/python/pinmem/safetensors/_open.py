@@ -17,40 +17,74 @@ from .. import core
 from .. import dtypes as _dtypes
 from . import _format
 from ._format import SafetensorError
+from ._slice import numpy_key
 from .native import load_safetensors
 
+# lib.rs Framework::extract: exact, case-sensitive names.
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt",
                "np": "np", "numpy": "np"}
-_OTHER_FRAMEWORKS = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle",
-                     "paddlepaddle")
+_FRAMEWORK_NAMES = {"pt": "pytorch", "np": "numpy"}
+_OTHER_FRAMEWORKS = ("tf", "tensorflow", "jax", "flax", "mlx", "paddle")
+# lib.rs Device::extract: bare names, and NAME:INDEX for these.
+_DEVICES = ("cuda", "musa", "mps", "npu", "xpu", "xla", "mlu", "hpu")
 
 
 def framework_of(name):
-    fw = _FRAMEWORKS.get(str(name).lower()) if name is not None else None
-    if fw:
-        return fw
-    if str(name).lower() in _OTHER_FRAMEWORKS:
+    if not isinstance(name, str):
+        raise TypeError("argument 'framework': '%s' object cannot be "
+                        "converted to 'PyString'" % type(name).__name__)
+    if name in _FRAMEWORKS:
+        return _FRAMEWORKS[name]
+    if name in _OTHER_FRAMEWORKS:
         raise SafetensorError("framework %s is not supported by pinmem "
                               "(numpy and pytorch are)" % name)
     raise SafetensorError("framework %s is invalid" % name)
 
 
-def device_of(device, fw):
-    """'cpu' (None), or what torch's .to() is given after the load."""
-    if fw == "pt":
-        import torch
-        if isinstance(device, torch.device):
-            return None if device.type == "cpu" else device
-    if isinstance(device, int) and not isinstance(device, bool):
-        if fw == "np":
-            raise SafetensorError("device %d is invalid" % device)
-        return "cuda:%d" % device
-    if device == "cpu":
+def _parse_device(name):
+    """A device string as safetensors parses it: its canonical name."""
+    if name == "cpu":
         return None
-    if isinstance(device, str) and fw == "pt" and device.split(":")[0] in (
-            "cuda", "mps", "xpu", "npu", "xla", "hpu", "mlu", "musa"):
-        return device
-    raise SafetensorError("device %s is invalid" % (device,))
+    if name in _DEVICES:
+        return name if name == "mps" else name + ":0"
+    kind = name.split(":")[0]
+    if kind in _DEVICES and name.startswith(kind + ":"):
+        tokens = name.split(":")
+        if len(tokens) != 2:
+            raise SafetensorError("device %s is invalid" % name)
+        if not tokens[1].isdigit():
+            # Rust's usize::from_str error, raised as ValueError
+            raise ValueError("invalid digit found in string" if tokens[1]
+                             else "cannot parse integer from empty string")
+        index = int(tokens[1])
+        if kind == "mps":
+            if index:
+                raise SafetensorError("device %s is invalid: only mps or "
+                                      "mps:0 is supported" % name)
+            return "mps"
+        return "%s:%d" % (kind, index)
+    raise SafetensorError("device %s is invalid" % name)
+
+
+def device_of(device, fw):
+    """None for the CPU (device "cpu" or None), else what torch's .to() is
+    given after the load. Other frameworks take the CPU only."""
+    if fw == "pt" and type(device).__name__ == "device":
+        import torch
+        if isinstance(device, torch.device):      # pinmem also takes these
+            return None if device.type == "cpu" else device
+    if device is None:
+        dev = None
+    elif isinstance(device, str):
+        dev = _parse_device(device)
+    elif isinstance(device, int) and device >= 0:
+        dev = device                  # an index: torch picks the accelerator
+    else:
+        raise SafetensorError("device %r is invalid" % (device,))
+    if dev is not None and fw != "pt":
+        raise SafetensorError("Device %s is not supported for framework %s"
+                              % (dev, _FRAMEWORK_NAMES[fw]))
+    return dev
 
 
 class _Image:
@@ -75,9 +109,7 @@ class _Image:
             with open(self.path, "rb") as f:
                 index = json.load(f)
         except FileNotFoundError:
-            raise FileNotFoundError("No such file or directory: %s" %
-                                    _format._rust_debug_path(self.path)) \
-                from None
+            raise _format.not_found(self.path) from None
         wm = index.get("weight_map") if isinstance(index, dict) else None
         if not isinstance(wm, dict):
             raise SafetensorError("%s: index has no \"weight_map\" object" %
@@ -125,47 +157,14 @@ def to_framework(raw, dt, shape, fw, device=None):
     return t if device is None else t.to(device)
 
 
-def _normalize(idx, shape, what):
-    """Indexes -> a tuple of ints and slices of length <= ndim; raises
-    SafetensorError like safetensors for too many or out-of-range ints."""
-    if not isinstance(idx, tuple):
-        idx = (idx,)
-    if any(i is Ellipsis for i in idx):
-        k = idx.index(Ellipsis)
-        fill = len(shape) - (len(idx) - 1)
-        idx = idx[:k] + (slice(None),) * max(fill, 0) + idx[k + 1:]
-    if len(idx) > len(shape):
-        raise SafetensorError("Error during slicing %s with shape %s: more "
-                              "slicing indexes than dimensions in tensor" %
-                              (what, list(shape)))
-    out = []
-    for d, (i, n) in enumerate(zip(idx, shape)):
-        if isinstance(i, slice):
-            if i.step == 0:
-                raise ValueError("slice step cannot be zero")
-            out.append(i)
-            continue
-        try:
-            k = i.__index__()
-        except AttributeError:
-            raise TypeError("slice indices must be integers, slices or "
-                            "Ellipsis, not %s" % type(i).__name__) from None
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise SafetensorError(
-                "Error during slicing %s with shape %s: index %d out of "
-                "bounds for tensor dimension #%d of size %d" %
-                (what, list(shape), i, d, n))
-        out.append(k)
-    return tuple(out)
-
-
 class safe_slice:
-    """get_slice's result: the shape and dtype without reading data;
-    indexing (ints, slices with any step, Ellipsis, on any dimension)
-    returns a C-contiguous tensor/array: a read-only view of the pinned
-    region when the selection is contiguous, else a copy."""
+    """get_slice's result: the shape and dtype without reading data.
+    framework="pt": indexing is torch's over a tensor on the pinned region
+    (its results, views where torch gives views, and its errors), as
+    safetensors indexes a torch tensor over the file. framework="np":
+    safetensors' checks and messages, then NumPy indexing (see _slice);
+    the result is C-contiguous: a read-only view of the region when the
+    selection is contiguous, else a copy."""
 
     def __init__(self, handle, name):
         self._h = handle
@@ -180,21 +179,13 @@ class safe_slice:
 
     def __getitem__(self, idx):
         img = self._h._image()
-        # (Ellipsis last: all-int keys give a 0-d array, not a scalar.)
-        key = _normalize(idx, self._shape, repr(idx)) + (Ellipsis,)
-        raw = img.load()[self._name]
         if self._h._fw == "np":
+            key = numpy_key(idx, self._shape)
+            raw = img.load()[self._name]
             part = to_framework(raw, self._dt, self._shape, "np")[key]
             return part if part.flags.c_contiguous else part.copy()
-        # NumPy indexes the bytes (torch has no negative steps); a
-        # contiguous selection stays a view of the pinned region.
-        from .. import torch as pt
-        tdt = pt.dtype_from_name(self._dt)
-        size = pt.element_size(tdt)
-        cells = raw.view(pt._CARRIER[size]).reshape(self._shape)[key]
-        if not cells.flags.c_contiguous:
-            cells = cells.copy()
-        part = pt.from_array(cells, tdt, cells.shape)
+        raw = img.load()[self._name]
+        part = to_framework(raw, self._dt, self._shape, "pt")[idx]
         if self._h._device is not None:
             part = part.to(self._h._device)
         return part
@@ -217,7 +208,6 @@ class safe_open:
         return self._img
 
     def __enter__(self):
-        self._image()
         return self
 
     def __exit__(self, *exc):

@@ -58,7 +58,9 @@ def _find_shared_tensors(state_dict):
             key = (str(v.device), _storage_ptr(v), _storage_size(v))
             groups.setdefault(key, set()).add(k)
     out = []
-    for names in sorted(groups.values(), key=sorted):
+    # sorted() of the sets themselves, as safetensors.torch does: sets
+    # order by inclusion, so disjoint groups keep their first-seen order.
+    for names in sorted(groups.values()):
         if len(names) < 2:
             out.append(names)
             continue
@@ -126,6 +128,7 @@ def _tobytes(t, name):
             "recommended to save only the full tensors, and reslice at load "
             "time, or simply call `.contiguous()` on your tensor to pack it "
             "before saving." % name)
+    _file_dtype(t)
     if t.device.type != "cpu":
         t = t.to("cpu")
     if t.nelement() == 0:
@@ -162,8 +165,17 @@ def _flatten(tensors):
             "your model is to use `save_model`.\n            More information"
             " at https://huggingface.co/docs/safetensors/torch_shared_tensors"
             "\n            " % failing)
-    return [(k, _format.file_dtype(str(v.dtype).split(".")[-1]),
-             tuple(v.shape), _tobytes(v, k)) for k, v in tensors.items()]
+    return [(k, _file_dtype(v), tuple(v.shape), _tobytes(v, k))
+            for k, v in tensors.items()]
+
+
+def _file_dtype(t):
+    try:
+        return _format.FROM_FRAMEWORK[str(t.dtype).split(".")[-1]]
+    except KeyError:
+        # safetensors.torch looks the size up in its _SIZE table before
+        # the dtype is named: an unknown dtype is a KeyError of the dtype.
+        raise KeyError(t.dtype) from None
 
 
 def save(tensors, metadata=None):
@@ -191,7 +203,7 @@ def load_file(filename, device="cpu"):
         return {k: f.get_tensor(k) for k in f.offset_keys()}
 
 
-def save_model(model, filename, metadata=None, force_contiguous=False):
+def save_model(model, filename, metadata=None, force_contiguous=True):
     """Save model.state_dict(), keeping one name of each group of tensors
     that share memory (the others recorded in metadata: name -> kept)."""
     state_dict = model.state_dict()
