@@ -236,7 +236,12 @@ def test_create_drop_cycles_leak_nothing(region):
     assert count_maps("pinmem") + count_maps("memfd:") == ours0
     assert debugfs() == dbg0
     assert views_counted(region) in (None, 0)
-    assert rss_kib() - rss0 < 1024
+    # Leaked mappings are caught exactly above; RSS catches leaked Python
+    # or torch objects: a tensor with its storage is over 500 bytes, so
+    # 10,000 leaked ones pass 4 MiB, while the allocator's high-water moves
+    # in steps (+1.9 MiB seen once in a guest with nothing leaked).
+    grew = rss_kib() - rss0
+    assert grew < 4096, "RSS grew %d KiB over %d cycles" % (grew, CYCLES)
 
 
 WRITER = r"""
