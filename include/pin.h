@@ -162,6 +162,9 @@ int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
  */
 int pin_region_nodes(struct pin_region *r, uint64_t *bytes,
 		     unsigned capacity);
+/* The same by region id (its owner's uid, or CAP_SYS_ADMIN; else -ENOENT). */
+int pin_dev_region_nodes(struct pin_dev *dev, uint64_t region_id,
+			 uint64_t *bytes, unsigned capacity);
 
 /*
  * The NUMA node of a PCI device, from /sys/bus/pci/devices/ID/numa_node;

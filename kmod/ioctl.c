@@ -373,6 +373,8 @@ long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pinmem_ioc_holders_by_id(uarg);
 	case PINMEM_IOC_REFS:
 		return pinmem_ioc_refs(NULL, uarg);
+	case PINMEM_IOC_NODES:
+		return pinmem_ioc_nodes(NULL, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -55,29 +55,46 @@ static void pinmem_region_nodes(struct pinmem_region *region, u64 *bytes)
 	}
 }
 
-int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg)
+static int pinmem_nodes(struct pinmem_region *region, struct pinmem_nodes *q,
+			void __user *arg)
 {
-	struct pinmem_nodes q;
 	u32 filled;
 	u64 *bytes;
 	int ret = 0;
 
-	if (copy_from_user(&q, arg, sizeof(q)))
-		return -EFAULT;
-	if (q.reserved)
-		return -EINVAL;
 	/* The chunks never change while the region lives: no lock. */
 	bytes = kcalloc(nr_node_ids, sizeof(*bytes), GFP_KERNEL_ACCOUNT);
 	if (!bytes)
 		return -ENOMEM;
 	pinmem_region_nodes(region, bytes);
-	filled = min_t(u32, q.capacity, nr_node_ids);
-	if (copy_to_user(u64_to_user_ptr(q.bytes_ptr), bytes,
+	filled = min_t(u32, q->capacity, nr_node_ids);
+	if (copy_to_user(u64_to_user_ptr(q->bytes_ptr), bytes,
 			 array_size(filled, sizeof(*bytes))))
 		ret = -EFAULT;
 	kfree(bytes);
 	if (ret)
 		return ret;
-	q.count = nr_node_ids;
-	return copy_to_user(arg, &q, sizeof(q)) ? -EFAULT : 0;
+	q->count = nr_node_ids;
+	return copy_to_user(arg, q, sizeof(*q)) ? -EFAULT : 0;
+}
+
+/* NODES on the device fd (region NULL: by id) or a region or view fd. */
+int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_nodes q;
+	int ret;
+
+	if (copy_from_user(&q, arg, sizeof(q)))
+		return -EFAULT;
+	if (q.reserved || (region && q.region_id))
+		return -EINVAL;
+	if (region)
+		return pinmem_nodes(region, &q, arg);
+	region = pinmem_region_get_by_id(q.region_id);
+	if (!region)
+		return -ENOENT;
+	ret = pinmem_region_visible(region) ? pinmem_nodes(region, &q, arg) :
+					      -ENOENT;
+	pinmem_region_put(region);
+	return ret;
 }

@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,31 @@ int pin_region_nodes(struct pin_region *r, uint64_t *bytes, unsigned capacity)
 				 "nodes: the module predates ABI 3 (no NODES)");
 	if (ret)
 		return pin__fail(r->err, ret, "nodes");
+	return (int)q.count;
+}
+
+int pin_dev_region_nodes(struct pin_dev *dev, uint64_t region_id,
+			 uint64_t *bytes, unsigned capacity)
+{
+	struct pinmem_nodes q;
+	int ret;
+
+	if (!dev || (capacity && !bytes))
+		return -EINVAL;
+	if (dev->backend == PIN_BACKEND_PORTABLE)
+		return pin__fail(dev->err, -EOPNOTSUPP,
+				 "nodes: the portable backend keeps no regions by id");
+	memset(&q, 0, sizeof(q));
+	q.region_id = region_id;
+	q.bytes_ptr = (uintptr_t)bytes;
+	q.capacity = capacity;
+	ret = pin__ioctl(dev->fd, PINMEM_IOC_NODES, &q);
+	if (ret == -ENOTTY)
+		return pin__fail(dev->err, -EOPNOTSUPP,
+				 "nodes: the module predates ABI 3 (no NODES)");
+	if (ret)
+		return pin__fail(dev->err, ret, "nodes of region %" PRIu64,
+				 region_id);
 	return (int)q.count;
 }
 

@@ -310,12 +310,14 @@ struct pinmem_refs {
 };
 
 /*
- * PINMEM_IOC_NODES (region or view fd; ABI 3): where the region's memory
+ * PINMEM_IOC_NODES (ABI 3; device fd with region_id, visible as for
+ * HOLDERS; region or view fd with region_id 0): where the region's memory
  * lies. Fills bytes[n] (n < capacity) with the bytes of the region's
  * chunks on NUMA node n (whole chunks: the last one counts whole) and
  * sets count to the number of node ids the kernel has (nr_node_ids).
  */
 struct pinmem_nodes {
+	__u64 region_id;	/* in */
 	__u64 bytes_ptr;	/* in: __u64[capacity] */
 	__u32 capacity;		/* in */
 	__u32 count;		/* out */

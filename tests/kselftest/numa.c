@@ -104,13 +104,37 @@ TEST_F(numa, node0_holds_every_chunk)
 	close(rfd);
 }
 
-TEST_F(numa, nodes_reserved_einval)
+TEST_F(numa, nodes_bad_arguments)
 {
 	struct pinmem_nodes q = { .reserved = 1 };
-	int rfd = pm_alloc(self->env.dev, CHUNK);
+	uint64_t id;
+	int rfd = pm_alloc_id(self->env.dev, CHUNK, &id);
 
 	ASSERT_ERRNO(EINVAL, ioctl(rfd, PINMEM_IOC_NODES, &q));
-	ASSERT_ERRNO(ENOTTY, ioctl(self->env.dev, PINMEM_IOC_NODES, &q));
+	q.reserved = 0;
+	q.region_id = id;
+	ASSERT_ERRNO(EINVAL, ioctl(rfd, PINMEM_IOC_NODES, &q));
+	q.region_id = 0;
+	ASSERT_ERRNO(ENOENT, ioctl(self->env.dev, PINMEM_IOC_NODES, &q));
+	q.region_id = id + 1000000;
+	ASSERT_ERRNO(ENOENT, ioctl(self->env.dev, PINMEM_IOC_NODES, &q));
+	close(rfd);
+}
+
+TEST_F(numa, nodes_by_id_on_device_fd)
+{
+	uint64_t bytes[MAX_NODES], sum = 0, id;
+	int rfd = pm_alloc_id(self->env.dev, 3 * CHUNK, &id);
+	struct pinmem_nodes q = {
+		.region_id = id, .bytes_ptr = (uintptr_t)bytes,
+		.capacity = MAX_NODES,
+	};
+
+	ASSERT_OK(ioctl(self->env.dev, PINMEM_IOC_NODES, &q));
+	ASSERT_LT(0, q.count);
+	for (unsigned int n = 0; n < q.count && n < MAX_NODES; n++)
+		sum += bytes[n];
+	EXPECT_EQ(3 * CHUNK, sum);
 	close(rfd);
 }
 

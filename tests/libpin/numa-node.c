@@ -77,6 +77,7 @@ int main(void)
 		CHECK_OK(pin_alloc_on_node(dev, MiB(2), 0, -1, &r),
 			 pin_dev_error(dev));
 		EXPECT_EQ(pin_region_nodes(r, bytes, 8), -EOPNOTSUPP);
+		EXPECT_EQ(pin_dev_region_nodes(dev, 1, bytes, 8), -EOPNOTSUPP);
 		pin_region_free(r);
 		pin_close(dev);
 		printf("ok - portable: no placement, said so\n");
@@ -91,6 +92,11 @@ int main(void)
 	EXPECT_EQ(bytes[0], MiB(8));
 	EXPECT_EQ(pin_region_nodes(r, NULL, 0), n);
 	EXPECT_EQ(pin_region_nodes(r, NULL, 1), -EINVAL);
+	memset(bytes, 0, sizeof(bytes));
+	EXPECT_EQ(pin_dev_region_nodes(dev, pin_region_id(r), bytes, 8), n);
+	EXPECT_EQ(bytes[0], MiB(8));
+	EXPECT_EQ(pin_dev_region_nodes(dev, pin_region_id(r) + 1000000, bytes,
+				       8), -ENOENT);
 	pin_region_free(r);
 	pin_close(dev);
 	printf("ok - device: node 0 holds the region, NODES says so\n");
