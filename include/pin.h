@@ -141,6 +141,39 @@ struct pin_region_info {
 int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 	      struct pin_region **rp);
 
+/* With a node: prefer it, but let other nodes serve what it cannot. */
+#define PIN_ALLOC_ANY_NODE	(1U << 1)
+
+/*
+ * pin_alloc on NUMA node `node` (>= 0): every chunk from that node, else
+ * -ENOMEM (a node without memory, or too little free on it), unless
+ * PIN_ALLOC_ANY_NODE. node -1 is pin_alloc: the caller's mempolicy.
+ * -EINVAL: no such node online, or ANY_NODE with node -1. -EOPNOTSUPP:
+ * the portable backend, or a module older than ABI 3.
+ */
+int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
+		      int node, struct pin_region **rp);
+
+/*
+ * Where the region's memory lies: bytes[n] (n < capacity) gets the bytes
+ * on NUMA node n (whole 2 MiB chunks). Returns the number of node ids the
+ * kernel has (so capacity 0 asks for it), or -EOPNOTSUPP (portable
+ * backend, module before ABI 3).
+ */
+int pin_region_nodes(struct pin_region *r, uint64_t *bytes,
+		     unsigned capacity);
+/* The same by region id (its owner's uid, or CAP_SYS_ADMIN; else -ENOENT). */
+int pin_dev_region_nodes(struct pin_dev *dev, uint64_t region_id,
+			 uint64_t *bytes, unsigned capacity);
+
+/*
+ * The NUMA node of a PCI device, from /sys/bus/pci/devices/ID/numa_node;
+ * bus_id as CUDA or lspci write it ("00000000:3B:00.0", "3b:00.0").
+ * -1 when the platform says none; -EINVAL (malformed), -ENOENT (no such
+ * device). pin_cuda_numa_node does this for a CUDA device.
+ */
+int pin_pci_numa_node(const char *bus_id);
+
 /*
  * Take a region fd (from another process, say). The handle owns a
  * duplicate of fd; the caller keeps fd. -EBADF/-EINVAL if fd is not a region
@@ -688,6 +721,13 @@ void pin_cuda_close(struct pin_cuda *c);
 const char *pin_cuda_error(const struct pin_cuda *c);
 /* The chunk size in force: PIN_CUDA_CHUNK_MAX unless a test lowered it. */
 uint64_t pin_cuda_chunk_max(const struct pin_cuda *c);
+
+/*
+ * The NUMA node of c's GPU (cuDeviceGetPCIBusId, then pin_pci_numa_node),
+ * for pin_alloc_on_node: -1 when the platform says none, -ENOSYS (the
+ * driver lacks cuDeviceGetPCIBusId), -EIO (it failed), -ENOENT.
+ */
+int pin_cuda_numa_node(struct pin_cuda *c);
 
 /*
  * Register the region's owner mapping (made by pin_region_map if there is

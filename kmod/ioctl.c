@@ -65,6 +65,7 @@ static int pinmem_install_fd(struct file *file, void __user *arg,
 static int pinmem_ioc_alloc(void __user *arg)
 {
 	struct pinmem_region *region;
+	struct pinmem_place place;
 	struct pinmem_alloc a;
 	struct file *file;
 	u64 size;
@@ -74,13 +75,16 @@ static int pinmem_ioc_alloc(void __user *arg)
 		return -EFAULT;
 	if (!a.size || a.flags & ~PINMEM_ALLOC_FLAGS || a.reserved)
 		return -EINVAL;
+	ret = pinmem_place_from_alloc(&a, &place);
+	if (ret)
+		return ret;
 	if (a.size > U64_MAX - PAGE_SIZE + 1)
 		return -EINVAL;
 	size = PAGE_ALIGN(a.size);
 	if (size > READ_ONCE(pinmem_max_region_bytes))
 		return -EINVAL;
 
-	ret = pinmem_region_create(size, a.flags, &region);
+	ret = pinmem_region_create(size, a.flags, &place, &region);
 	if (ret)
 		return ret;
 	file = pinmem_region_file(region);
@@ -369,6 +373,8 @@ long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pinmem_ioc_holders_by_id(uarg);
 	case PINMEM_IOC_REFS:
 		return pinmem_ioc_refs(NULL, uarg);
+	case PINMEM_IOC_NODES:
+		return pinmem_ioc_nodes(NULL, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -393,6 +399,8 @@ long pinmem_region_ioctl(struct file *file, unsigned int cmd,
 		return pinmem_ioc_refs(region, uarg);
 	case PINMEM_IOC_EXPECT:
 		return pinmem_ioc_expect(region, uarg);
+	case PINMEM_IOC_NODES:
+		return pinmem_ioc_nodes(region, uarg);
 	case PINMEM_IOC_SEAL:
 	case PINMEM_IOC_DONATE:
 	case PINMEM_IOC_PUBLISH:
@@ -419,6 +427,8 @@ long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return pinmem_ioc_holders(view->region, uarg);
 	case PINMEM_IOC_REFS:
 		return pinmem_ioc_refs(view->region, uarg);
+	case PINMEM_IOC_NODES:
+		return pinmem_ioc_nodes(view->region, uarg);
 	default:
 		return -ENOTTY;
 	}

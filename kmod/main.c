@@ -74,9 +74,14 @@ static int __init pinmem_init(void)
 {
 	int ret;
 
-	ret = misc_register(&pinmem_misc);
+	ret = pinmem_alloc_init();
 	if (ret)
 		return ret;
+	ret = misc_register(&pinmem_misc);
+	if (ret) {
+		pinmem_alloc_exit();
+		return ret;
+	}
 	pinmem_debugfs_init();
 	return 0;
 }
@@ -85,6 +90,7 @@ static void __exit pinmem_exit(void)
 {
 	debugfs_remove_recursive(pinmem_debugfs);
 	misc_deregister(&pinmem_misc);
+	pinmem_alloc_exit();
 }
 
 module_init(pinmem_init);

@@ -7,6 +7,7 @@
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/gfp.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mm.h>
@@ -93,8 +94,19 @@ extern struct pinmem_totals pinmem_totals;
 extern unsigned long long pinmem_max_total_bytes;
 extern unsigned long long pinmem_max_region_bytes;
 
+/*
+ * Where a region's chunks come from: nid NUMA_NO_NODE is the caller's
+ * mempolicy; gfp adds __GFP_THISNODE when no other node will do.
+ */
+struct pinmem_place {
+	int nid;
+	gfp_t gfp;
+};
+
 /* region.c */
-int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out);
+int pinmem_region_create(u64 size, u32 flags,
+			 const struct pinmem_place *place,
+			 struct pinmem_region **out);
 void pinmem_region_put(struct pinmem_region *region);
 struct pinmem_region *pinmem_region_get_by_id(u64 id);
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
@@ -104,6 +116,20 @@ void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
 u32 pinmem_region_list(void *buf, u32 capacity);
 extern const struct file_operations pinmem_region_fops;
+
+/* alloc_parallel.c */
+struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
+				unsigned int order);
+unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
+				    gfp_t gfp, const struct pinmem_place *place,
+				    bool *intr);
+int pinmem_alloc_init(void);
+void pinmem_alloc_exit(void);
+
+/* numa.c */
+int pinmem_place_from_alloc(const struct pinmem_alloc *a,
+			    struct pinmem_place *place);
+int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg);
 
 /* view.c */
 int pinmem_view_create(struct pinmem_region *region,

@@ -143,8 +143,8 @@ static struct pinmem_chunk_refs *pinmem_refs_get(struct pinmem_region *region)
 
 static void pinmem_refs_destroy(struct pinmem_chunk_refs *refs)
 {
-	bitmap_free(refs->tainted);
-	bitmap_free(refs->wtainted);
+	kvfree(refs->tainted);
+	kvfree(refs->wtainted);
 	kvfree(refs->baseline);
 	kvfree(refs->declared);
 	kfree(refs);
@@ -162,8 +162,11 @@ static struct pinmem_chunk_refs *pinmem_refs_make(struct pinmem_region *region)
 	refs = kzalloc(sizeof(*refs), GFP_KERNEL_ACCOUNT);
 	if (!refs)
 		return NULL;
-	refs->tainted = bitmap_zalloc(n, GFP_KERNEL_ACCOUNT);
-	refs->wtainted = bitmap_zalloc(n, GFP_KERNEL_ACCOUNT);
+	/* kvcalloc: 64 KiB each for a 1 TiB region, no contiguity needed. */
+	refs->tainted = kvcalloc(BITS_TO_LONGS(n), sizeof(long),
+				 GFP_KERNEL_ACCOUNT);
+	refs->wtainted = kvcalloc(BITS_TO_LONGS(n), sizeof(long),
+				  GFP_KERNEL_ACCOUNT);
 	refs->baseline = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	refs->declared = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	if (!refs->tainted || !refs->wtainted || !refs->baseline ||
@@ -272,7 +275,8 @@ int pinmem_refs_settle(struct pinmem_region *region, bool seal, bool wait,
 	unsigned int ms = 1;
 	int ret;
 
-	suspects = bitmap_zalloc(region->nr_chunks, GFP_KERNEL);
+	suspects = kvcalloc(BITS_TO_LONGS(region->nr_chunks), sizeof(long),
+			    GFP_KERNEL);
 	if (!suspects)
 		return -ENOMEM;
 	*outside = pinmem_refs_scan(region, refs, bits, suspects, false);
@@ -294,7 +298,7 @@ int pinmem_refs_settle(struct pinmem_region *region, bool seal, bool wait,
 	}
 	ret = 0;
 out:
-	bitmap_free(suspects);
+	kvfree(suspects);
 	return ret;
 }
 

@@ -122,32 +122,27 @@ static int pinmem_grow_chunks(struct pinmem_region *region,
 }
 
 /*
- * Fill the region with chunks, largest order first. The order only ever
- * goes down, so chunk i's place follows from nr_by_order (see
- * pinmem_region_page). Killable: a fatal signal ends a large allocation.
+ * The chunks that the order-9 pass could not have, at lower orders. The
+ * order only ever goes down, so chunk i's place follows from nr_by_order
+ * (see pinmem_region_page). Killable: a fatal signal ends it.
  */
-static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback)
+static int pinmem_alloc_fallback(struct pinmem_region *region,
+				 unsigned long cap,
+				 const struct pinmem_place *place)
 {
-	unsigned long remaining = region->nr_alloc_pages;
-	unsigned long cap = remaining >> PINMEM_CHUNK_ORDER;
+	unsigned long remaining = region->nr_alloc_pages -
+				  (region->nr_chunks << PINMEM_CHUNK_ORDER);
 	unsigned int order = PINMEM_CHUNK_ORDER;
 	struct page *page;
 	int ret;
 
-	if (pinmem_beyond_available(remaining))
-		return -ENOMEM;
-	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
-					PINMEM_ARRAY_GFP);
-	if (!region->chunks)
-		return -ENOMEM;
-	region->min_order = order;
-
 	while (remaining) {
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		page = alloc_pages(pinmem_gfp(order, fallback), order);
+		page = pinmem_alloc_pages(place, pinmem_gfp(order, true),
+					  order);
 		if (!page) {
-			if (!fallback || !order)
+			if (!order)
 				return -ENOMEM;
 			order--;
 			ret = pinmem_grow_chunks(region, &cap, remaining, order);
@@ -162,6 +157,36 @@ static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback)
 		cond_resched();
 	}
 	return 0;
+}
+
+/*
+ * Fill the region with chunks: order-9 ones on several CPUs, then, when
+ * asked to fall back, smaller ones for what could not be had at order 9.
+ */
+static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback,
+			       const struct pinmem_place *place)
+{
+	unsigned long cap = region->nr_alloc_pages >> PINMEM_CHUNK_ORDER;
+	gfp_t gfp = pinmem_gfp(PINMEM_CHUNK_ORDER, fallback);
+	bool intr;
+
+	if (pinmem_beyond_available(region->nr_alloc_pages))
+		return -ENOMEM;
+	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
+					PINMEM_ARRAY_GFP | __GFP_ZERO);
+	if (!region->chunks)
+		return -ENOMEM;
+	region->min_order = PINMEM_CHUNK_ORDER;
+	region->nr_chunks = pinmem_alloc_parallel(region->chunks, cap, gfp,
+						  place, &intr);
+	region->nr_by_order[PINMEM_CHUNK_ORDER] = region->nr_chunks;
+	if (intr)
+		return -EINTR;
+	if (region->nr_chunks == cap)
+		return 0;
+	if (!fallback)
+		return -ENOMEM;
+	return pinmem_alloc_fallback(region, cap, place);
 }
 
 static void pinmem_free_chunks(struct pinmem_region *region)
@@ -228,7 +253,9 @@ void pinmem_region_put(struct pinmem_region *region)
 }
 
 /* Allocate, charge and publish a region of size bytes (page-aligned). */
-int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out)
+int pinmem_region_create(u64 size, u32 flags,
+			 const struct pinmem_place *place,
+			 struct pinmem_region **out)
 {
 	struct pinmem_region *region;
 	int ret;
@@ -253,7 +280,7 @@ int pinmem_region_create(u64 size, u32 flags, struct pinmem_region **out)
 	ret = pinmem_charge_user(region);
 	if (ret)
 		goto err_charge;
-	ret = pinmem_alloc_chunks(region, flags & PINMEM_ALLOC_FALLBACK);
+	ret = pinmem_alloc_chunks(region, flags & PINMEM_ALLOC_FALLBACK, place);
 	if (ret)
 		goto err_alloc;
 

@@ -59,6 +59,7 @@ typedef CUresult (*cu_ctx_pop_fn)(CUcontext *);
 typedef CUresult (*cu_host_register_fn)(void *, size_t, unsigned int);
 typedef CUresult (*cu_host_unregister_fn)(void *);
 typedef CUresult (*cu_error_text_fn)(CUresult, const char **);
+typedef CUresult (*cu_pci_bus_id_fn)(char *, int, CUdevice);
 
 /* One range registered through the handle, in nr_chunks chunks. */
 struct cuda_reg {
@@ -88,6 +89,7 @@ struct pin_cuda {
 	cu_host_unregister_fn host_unregister;
 	cu_error_text_fn error_name;	/* optional */
 	cu_error_text_fn error_string;	/* optional */
+	cu_pci_bus_id_fn pci_bus_id;	/* optional */
 
 	char err[PIN_ERR_LEN];
 };
@@ -176,6 +178,8 @@ static int cu_load_symbols(struct pin_cuda *c, const char *path)
 	c->error_name = (cu_error_text_fn)cu_sym(c, "cuGetErrorName", NULL);
 	c->error_string = (cu_error_text_fn)cu_sym(c, "cuGetErrorString",
 						   NULL);
+	c->pci_bus_id = (cu_pci_bus_id_fn)cu_sym(c, "cuDeviceGetPCIBusId",
+						 NULL);
 	return 0;
 }
 
@@ -572,4 +576,27 @@ const char *pin_cuda_error(const struct pin_cuda *c)
 uint64_t pin_cuda_chunk_max(const struct pin_cuda *c)
 {
 	return c ? c->chunk_max : 0;
+}
+
+int pin_cuda_numa_node(struct pin_cuda *c)
+{
+	char id[32], what[128];
+	CUresult res;
+	int node;
+
+	if (!c)
+		return -EINVAL;
+	if (!c->pci_bus_id)
+		return pin__fail(c->err, -ENOSYS,
+				 "the CUDA driver has no cuDeviceGetPCIBusId");
+	res = c->pci_bus_id(id, sizeof(id), c->dev);
+	if (res != CUDA_SUCCESS)
+		return pin__fail(c->err, -EIO, "cuDeviceGetPCIBusId: %s",
+				 cu_describe(c, res, what, sizeof(what)));
+	id[sizeof(id) - 1] = 0;
+	node = pin_pci_numa_node(id);
+	if (node < -1)
+		return pin__fail(c->err, node, "NUMA node of GPU %s (sysfs)",
+				 id);
+	return node;
 }

@@ -37,6 +37,31 @@ static void region_destroy(struct pin_region *r)
 static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 			struct pin_region **rp, int lazy)
 {
+	return pin_alloc_on_node(dev, size, flags, -1, rp);
+}
+
+/* Node arguments the backend cannot honour, before anything is made. */
+static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
+{
+	if (node < -1 || (node == -1 && (flags & PIN_ALLOC_ANY_NODE)))
+		return pin__fail(dev->err, -EINVAL,
+				 "alloc: node %d with flags 0x%x", node, flags);
+	if (node == -1)
+		return 0;
+	if (dev->backend == PIN_BACKEND_PORTABLE)
+		return pin__fail(dev->err, -EOPNOTSUPP,
+				 "alloc on node %d: the portable backend places no memory (pinmem.ko does)",
+				 node);
+	if (dev->abi_version < 3)
+		return pin__fail(dev->err, -EOPNOTSUPP,
+				 "alloc on node %d: module ABI %u has no NUMA placement (ABI 3 has)",
+				 node, dev->abi_version);
+	return 0;
+}
+
+int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
+		      int node, struct pin_region **rp)
+{
 	struct pinmem_alloc a;
 	struct pin_region *r;
 	int ret;
@@ -46,11 +71,14 @@ static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 	*rp = NULL;
 	if (!dev)
 		return -EINVAL;
-	if (flags & ~PIN_ALLOC_FALLBACK)
+	if (flags & ~(PIN_ALLOC_FALLBACK | PIN_ALLOC_ANY_NODE))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: unknown flags 0x%x", flags);
 	if (size == 0)
 		return pin__fail(dev->err, -EINVAL, "alloc: size 0");
+	ret = alloc_node_check(dev, flags, node);
+	if (ret)
+		return ret;
 
 	r = region_new(dev->backend);
 	if (!r)
@@ -69,6 +97,12 @@ static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	if (node >= 0) {
+		a.flags |= PINMEM_ALLOC_NODE;
+		a.node = node;
+		if (flags & PIN_ALLOC_ANY_NODE)
+			a.flags |= PINMEM_ALLOC_ANY_NODE;
+	}
 	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
 	if (ret) {
 		region_destroy(r);
@@ -78,11 +112,19 @@ static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 					 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
 					 size);
 		case -ENOMEM:
+			if (node >= 0 && !(flags & PIN_ALLOC_ANY_NODE))
+				return pin__fail(dev->err, ret,
+						 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_ALLOC_ANY_NODE lets other nodes serve)",
+						 size, node);
 			return pin__fail(dev->err, ret,
 					 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
-					 size, a.flags ? "" :
+					 size, (flags & PIN_ALLOC_FALLBACK) ? "" :
 					 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
 		case -EINVAL:
+			if (node >= 0)
+				return pin__fail(dev->err, ret,
+						 "alloc %" PRIu64 " bytes on node %d: no such node online, or over the module's max_region_bytes",
+						 size, node);
 			return pin__fail(dev->err, ret,
 					 "alloc %" PRIu64 " bytes: over the module's max_region_bytes or invalid",
 					 size);

@@ -59,6 +59,7 @@ static const char usage_text[] =
 "  holders REGION-ID   every mapping of a region: pid, command, kind,\n"
 "                      address range, offset, protection; then the bytes\n"
 "                      referenced outside any mapping (DMA pins, pipes)\n"
+"  nodes REGION-ID     the region's bytes on each NUMA node (module ABI 3)\n"
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
@@ -75,6 +76,7 @@ static const char usage_text[] =
 "  holders: {region, holders: [{pid, comm, kind, start, end, length, offset,\n"
 "            prot, maywrite}], refs: [{offset, length, refs, pinned,\n"
 "            expected}]}\n"
+"  nodes:   {region, nodes: {\"NODE\": bytes}} (nodes holding none left out)\n"
 "  (sizes, addresses and counts are integers; start/end are null where the\n"
 "   kernel withholds another user's addresses; state is open|sealed|donated;\n"
 "   kind is owner|view; prot is like \"rw-\")\n"
@@ -326,6 +328,52 @@ static void print_refs(struct pin_dev *dev, uint64_t id, int json)
 	}
 }
 
+/* Where a region's memory lies, node by node (module ABI 3). */
+static int cmd_nodes(int json, const char *arg)
+{
+	uint64_t bytes[1024], id;
+	struct pin_dev *dev;
+	char size[32];
+	int ret, n, i, first = 1;
+
+	if (parse_id(arg, &id)) {
+		fprintf(stderr, "pinctl nodes: REGION-ID must be a positive decimal number, not \"%s\"\n",
+			arg ? arg : "");
+		return EXIT_USAGE;
+	}
+	ret = open_dev(&dev, 1, "nodes");
+	if (ret)
+		return ret;
+	n = pin_dev_region_nodes(dev, id, bytes, 1024);
+	if (n < 0) {
+		fprintf(stderr, "pinctl nodes: %s\n", pin_dev_error(dev));
+		pin_close(dev);
+		return EXIT_FAILED;
+	}
+	if (n > 1024)
+		n = 1024;
+	if (json)
+		printf("{\"region\": %" PRIu64 ", \"nodes\": {", id);
+	else
+		printf("region %" PRIu64 ", memory by NUMA node:\n", id);
+	for (i = 0; i < n; i++) {
+		if (!bytes[i])
+			continue;
+		if (json) {
+			printf("%s\"%d\": %" PRIu64, first ? "" : ", ", i,
+			       bytes[i]);
+		} else {
+			human(bytes[i], size, sizeof(size));
+			printf("  node %d: %s\n", i, size);
+		}
+		first = 0;
+	}
+	if (json)
+		printf("}}\n");
+	pin_close(dev);
+	return 0;
+}
+
 static int cmd_holders(int json, const char *arg)
 {
 	struct pin_holder *hs = NULL;
@@ -446,6 +494,8 @@ int main(int argc, char **argv)
 		return cmd_ls(json);
 	if (!strcmp(cmd, "holders") && arg && !extra)
 		return cmd_holders(json, arg);
+	if (!strcmp(cmd, "nodes") && arg && !extra)
+		return cmd_nodes(json, arg);
 	fprintf(stderr, "pinctl: bad command line\n\n%s", usage_text);
 	return EXIT_USAGE;
 }

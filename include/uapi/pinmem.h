@@ -12,11 +12,11 @@
  *                HOLDERS (by region id).
  *  - region fd:  from ALLOC (anonymous inode, O_RDWR|O_CLOEXEC). mmap of it is
  *                an owner mapping. INFO, VIEW, HOLDERS, SEAL, DONATE,
- *                PUBLISH, REOPEN, EXPECT, REFS.
+ *                PUBLISH, REOPEN, EXPECT, REFS, NODES.
  *  - view fd:    from VIEW (anonymous inode, O_CLOEXEC; O_RDONLY unless
  *                PINMEM_VIEW_WRITE). mmap of it is a view mapping, file
  *                offset 0 being the view's first byte. VIEW_INFO, INFO,
- *                HOLDERS, REFS.
+ *                HOLDERS, REFS, NODES.
  *
  * mmap rules (region and view fds alike):
  *  - MAP_SHARED only; MAP_PRIVATE fails with EINVAL.
@@ -42,7 +42,8 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	2	/* 2: DONATE and SEAL count page references; EXPECT, REFS */
+#define PINMEM_ABI_VERSION	3	/* 2: DONATE and SEAL count page references; EXPECT, REFS
+					 * 3: ALLOC on a NUMA node; NODES */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -77,22 +78,33 @@ struct pinmem_dev_info {
 /* PINMEM_IOC_ALLOC flags */
 /* Allow chunks smaller than 2 MiB when order-9 pages cannot be had. */
 #define PINMEM_ALLOC_FALLBACK	(1U << 0)
-#define PINMEM_ALLOC_FLAGS	PINMEM_ALLOC_FALLBACK
+/* ABI 3: every chunk from NUMA node `node` (else ENOMEM). */
+#define PINMEM_ALLOC_NODE	(1U << 1)
+/* ABI 3: with ALLOC_NODE, `node` is only preferred: others may serve. */
+#define PINMEM_ALLOC_ANY_NODE	(1U << 2)
+#define PINMEM_ALLOC_FLAGS	(PINMEM_ALLOC_FALLBACK | PINMEM_ALLOC_NODE | \
+				 PINMEM_ALLOC_ANY_NODE)
 
 /*
  * PINMEM_IOC_ALLOC (device fd). size is rounded up to a whole page; the
  * pages come in 2 MiB chunks (the last one may be partly unused, and is
- * charged whole). Errors: EINVAL (size 0, size > max_region_bytes, flags,
- * reserved), ENOSPC (module's max_total_bytes would be exceeded), ENOMEM
- * (RLIMIT_MEMLOCK, memory cgroup, or no order-9 pages without FALLBACK),
- * EINTR (fatal signal while allocating).
+ * charged whole). Without ALLOC_NODE the chunks follow the caller's
+ * mempolicy (node must be 0). With ALLOC_NODE node must be an online
+ * node (else EINVAL); a node without memory, or too little free on it,
+ * fails with ENOMEM unless ALLOC_ANY_NODE is given. ALLOC_ANY_NODE
+ * without ALLOC_NODE: EINVAL. Errors: EINVAL (size 0, size >
+ * max_region_bytes, flags, node, reserved), ENOSPC (module's
+ * max_total_bytes would be exceeded), ENOMEM (RLIMIT_MEMLOCK, memory
+ * cgroup, no order-9 pages without FALLBACK, node), EINTR (fatal signal
+ * while allocating).
  */
 struct pinmem_alloc {
 	__u64 size;		/* in */
 	__u32 flags;		/* in: PINMEM_ALLOC_* */
 	__s32 fd;		/* out: region fd */
 	__u64 region_id;	/* out: system-wide id, never reused */
-	__u64 reserved;		/* in: zero */
+	__s32 node;		/* in, ABI 3: NUMA node with ALLOC_NODE, else 0 */
+	__u32 reserved;		/* in: zero */
 };
 
 /* PINMEM_IOC_INFO (region or view fd), and the records of PINMEM_IOC_LIST. */
@@ -297,6 +309,21 @@ struct pinmem_refs {
 	__u64 reserved;		/* in: zero */
 };
 
+/*
+ * PINMEM_IOC_NODES (ABI 3; device fd with region_id, visible as for
+ * HOLDERS; region or view fd with region_id 0): where the region's memory
+ * lies. Fills bytes[n] (n < capacity) with the bytes of the region's
+ * chunks on NUMA node n (whole chunks: the last one counts whole) and
+ * sets count to the number of node ids the kernel has (nr_node_ids).
+ */
+struct pinmem_nodes {
+	__u64 region_id;	/* in */
+	__u64 bytes_ptr;	/* in: __u64[capacity] */
+	__u32 capacity;		/* in */
+	__u32 count;		/* out */
+	__u64 reserved;		/* in: zero */
+};
+
 #define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
 #define PINMEM_IOC_DEV_INFO	_IOR(PINMEM_IOC_MAGIC, 0x01, struct pinmem_dev_info)
 #define PINMEM_IOC_ALLOC	_IOWR(PINMEM_IOC_MAGIC, 0x02, struct pinmem_alloc)
@@ -311,5 +338,6 @@ struct pinmem_refs {
 #define PINMEM_IOC_REOPEN	_IOW(PINMEM_IOC_MAGIC, 0x23, struct pinmem_transition)
 #define PINMEM_IOC_EXPECT	_IOW(PINMEM_IOC_MAGIC, 0x30, struct pinmem_expect)
 #define PINMEM_IOC_REFS		_IOWR(PINMEM_IOC_MAGIC, 0x31, struct pinmem_refs)
+#define PINMEM_IOC_NODES	_IOWR(PINMEM_IOC_MAGIC, 0x32, struct pinmem_nodes)
 
 #endif /* _UAPI_PINMEM_H */

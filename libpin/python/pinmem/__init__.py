@@ -36,7 +36,7 @@ import os as _os
 
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
                    PinnedArray, PortableBackendWarning, RefRange, Region,
-                   RegionInfo, ViewInUseError, open)
+                   RegionInfo, ViewInUseError, open, pci_numa_node)
 from . import dtypes as _dtypes
 from .dtypes import HAVE_ML_DTYPES, as_format, format_of
 if HAVE_ML_DTYPES:
@@ -80,6 +80,6 @@ __all__ = ["open", "Device", "Region", "PinnedArray", "Holder", "RefRange",
            "ViewInUseError", "HAVE_ML_DTYPES", "format_of", "as_format",
            "load_safetensors", "save_safetensors", "Checkpoint",
            "LIBPIN_PATH", "LIBPIN_VERSION", "PortableBackendWarning",
-           "send_fd", "recv_fd", "__version__"]
+           "send_fd", "recv_fd", "pci_numa_node", "__version__"]
 if HAVE_ML_DTYPES:
     __all__ += ["bfloat16", "float8_e4m3fn", "float8_e5m2"]

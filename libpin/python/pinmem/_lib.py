@@ -15,6 +15,7 @@ PIN_BACKEND_DEVICE = 1
 PIN_BACKEND_PORTABLE = 2
 
 PIN_ALLOC_FALLBACK = 1 << 0
+PIN_ALLOC_ANY_NODE = 1 << 1
 
 PIN_STATE_OPEN = 1
 PIN_STATE_SEALED = 2
@@ -154,6 +155,10 @@ _PROTOTYPES = {
     "pin_dev_info": (c_int, [_dev, POINTER(PinDevInfo)]),
     "pin_state_name": (c_char_p, [c_int]),
     "pin_alloc": (c_int, [_dev, c_uint64, c_uint, POINTER(c_void_p)]),
+    "pin_alloc_on_node": (c_int, [_dev, c_uint64, c_uint, c_int,
+                                  POINTER(c_void_p)]),
+    "pin_region_nodes": (c_int, [_region, POINTER(c_uint64), c_uint]),
+    "pin_pci_numa_node": (c_int, [c_char_p]),
     "pin_region_import": (c_int, [_dev, c_int, POINTER(c_void_p)]),
     "pin_region_free": (c_int, [_region]),
     "pin_region_fd": (c_int, [_region]),

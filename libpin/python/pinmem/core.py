@@ -74,6 +74,16 @@ class ViewInUseError(RuntimeError):
     unmapped when the last of those references is gone."""
 
 
+def pci_numa_node(bus_id):
+    """The NUMA node of a PCI device ("0000:3b:00.0", CUDA's spelling
+    too), from sysfs; -1 when the platform names none."""
+    ret = lib.pin_pci_numa_node(bus_id.encode())
+    if ret < -1:
+        raise PinError(-ret, "NUMA node of PCI device %s: %s" %
+                       (bus_id, os.strerror(-ret)))
+    return ret
+
+
 def _check(ret, handle_error, what, holders_of=None, refs_of=None):
     if ret >= 0:
         return ret
@@ -253,14 +263,23 @@ class Device:
         d["backend"] = _lib.text(lib.pin_backend_name(i.backend))
         return DeviceInfo(**d)
 
-    def alloc(self, nbytes, fallback=False):
-        """A new zeroed, pinned region of at least nbytes, OPEN."""
+    def alloc(self, nbytes, fallback=False, node=None, any_node=False):
+        """A new zeroed, pinned region of at least nbytes, OPEN. With node
+        (a NUMA node number) every chunk comes from that node, else
+        PinError ENOMEM, unless any_node lets other nodes serve; without
+        it the caller's mempolicy places the memory."""
         if nbytes <= 0:
             raise ValueError("pinmem: region size must be positive")
+        if any_node and node is None:
+            raise ValueError("pinmem: any_node needs a node")
         p = ctypes.c_void_p()
         flags = _lib.PIN_ALLOC_FALLBACK if fallback else 0
+        if any_node:
+            flags |= _lib.PIN_ALLOC_ANY_NODE
         with self._lock:
-            _check(lib.pin_alloc(self._ptr(), nbytes, flags, ctypes.byref(p)),
+            _check(lib.pin_alloc_on_node(self._ptr(), nbytes, flags,
+                                         -1 if node is None else node,
+                                         ctypes.byref(p)),
                    self._err, "alloc %d bytes" % nbytes)
         return Region(p.value, self)
 
@@ -463,6 +482,17 @@ class Region:
     def info(self):
         with self._lock:
             return _region_info(self._ptr(), self._err)
+
+    def nodes(self):
+        """{node: bytes} of the region's memory, nodes holding none left
+        out (device backend; PinError EOPNOTSUPP on the portable one)."""
+        with self._lock:
+            n = _check(lib.pin_region_nodes(self._ptr(), None, 0),
+                       self._err, "nodes")
+            arr = (ctypes.c_uint64 * n)()
+            n = _check(lib.pin_region_nodes(self._ptr(), arr, n),
+                       self._err, "nodes")
+        return {i: arr[i] for i in range(min(n, len(arr))) if arr[i]}
 
     @property
     def state(self):

@@ -20,11 +20,12 @@ _lib._OPTIONAL.update({
     "pin_cuda_error": (ctypes.c_char_p, [ctypes.c_void_p]),
     "pin_cuda_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
                                          ctypes.c_uint]),
+    "pin_cuda_numa_node": (ctypes.c_int, [ctypes.c_void_p]),
     "pin_cuda_unregister": (ctypes.c_int, [ctypes.c_void_p,
                                            ctypes.c_void_p]),
 })
 for _n in ("pin_cuda_open", "pin_cuda_close", "pin_cuda_error",
-           "pin_cuda_register", "pin_cuda_unregister"):
+           "pin_cuda_register", "pin_cuda_unregister", "pin_cuda_numa_node"):
     if _lib.has(_n):
         _f = getattr(lib, _n)
         _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
@@ -58,6 +59,15 @@ class Cuda:
         self._fin = weakref.finalize(self, _close_cuda, self.ptr,
                                      self._registered, id(self))
         self._fin.atexit = False
+
+    def numa_node(self):
+        """The NUMA node of this GPU (-1: the platform names none), for
+        Device.alloc(..., node=cuda.numa_node())."""
+        ret = lib.pin_cuda_numa_node(self.ptr)
+        if ret >= -1:
+            return ret
+        return _check(ret, lambda: lib.pin_cuda_error(self.ptr),
+                      "cuda numa node")
 
     def register(self, region):
         """cuMemHostRegister the region's owner mapping."""
