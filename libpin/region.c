@@ -34,11 +34,6 @@ static void region_destroy(struct pin_region *r)
 	free(r);
 }
 
-static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
-			struct pin_region **rp, int lazy)
-{
-	return pin_alloc_on_node(dev, size, flags, -1, rp);
-}
 
 /* Node arguments the backend cannot honour, before anything is made. */
 static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
@@ -59,8 +54,10 @@ static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 	return 0;
 }
 
-int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
-		      int node, struct pin_region **rp)
+/* lazy: a portable region whose memory the loader prepares step by step. */
+static int region_alloc_node(struct pin_dev *dev, uint64_t size,
+			     unsigned flags, int node, struct pin_region **rp,
+			     int lazy)
 {
 	struct pinmem_alloc a;
 	struct pin_region *r;
@@ -147,6 +144,18 @@ int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
 	}
 	*rp = r;
 	return 0;
+}
+
+int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
+		      int node, struct pin_region **rp)
+{
+	return region_alloc_node(dev, size, flags, node, rp, 0);
+}
+
+static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+			struct pin_region **rp, int lazy)
+{
+	return region_alloc_node(dev, size, flags, -1, rp, lazy);
 }
 
 int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
