@@ -198,13 +198,10 @@ static int pinmem_ioc_holders_by_id(void __user *arg)
 	ret = pinmem_holders_args(&q, arg);
 	if (ret)
 		return ret;
-	region = pinmem_region_get_by_id(q.region_id);
+	region = pinmem_region_get_visible(q.region_id);
 	if (!region)
 		return -ENOENT;
-	if (pinmem_region_visible(region))
-		ret = pinmem_holders(region, &q, arg);
-	else
-		ret = -ENOENT;
+	ret = pinmem_holders(region, &q, arg);
 	pinmem_region_put(region);
 	return ret;
 }
@@ -260,11 +257,10 @@ static int pinmem_ioc_refs(struct pinmem_region *region, void __user *arg)
 		return -EINVAL;
 	if (region)
 		return pinmem_refs(region, &q, arg);
-	region = pinmem_region_get_by_id(q.region_id);
+	region = pinmem_region_get_visible(q.region_id);
 	if (!region)
 		return -ENOENT;
-	ret = pinmem_region_visible(region) ? pinmem_refs(region, &q, arg) :
-					      -ENOENT;
+	ret = pinmem_refs(region, &q, arg);
 	pinmem_region_put(region);
 	return ret;
 }

@@ -90,11 +90,10 @@ int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg)
 		return -EINVAL;
 	if (region)
 		return pinmem_nodes(region, &q, arg);
-	region = pinmem_region_get_by_id(q.region_id);
+	region = pinmem_region_get_visible(q.region_id);
 	if (!region)
 		return -ENOENT;
-	ret = pinmem_region_visible(region) ? pinmem_nodes(region, &q, arg) :
-					      -ENOENT;
+	ret = pinmem_nodes(region, &q, arg);
 	pinmem_region_put(region);
 	return ret;
 }

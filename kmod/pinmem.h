@@ -108,10 +108,9 @@ int pinmem_region_create(u64 size, u32 flags,
 			 const struct pinmem_place *place,
 			 struct pinmem_region **out);
 void pinmem_region_put(struct pinmem_region *region);
-struct pinmem_region *pinmem_region_get_by_id(u64 id);
+struct pinmem_region *pinmem_region_get_visible(u64 id);
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
 struct file *pinmem_region_file(struct pinmem_region *region);
-bool pinmem_region_visible(struct pinmem_region *region);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
 u32 pinmem_region_list(void *buf, u32 capacity);

@@ -313,15 +313,19 @@ static bool pinmem_region_visible_to(struct pinmem_region *region, bool admin)
 	return admin || uid_eq(current_uid(), region->owner_uid);
 }
 
-bool pinmem_region_visible(struct pinmem_region *region)
+static bool pinmem_region_visible(struct pinmem_region *region)
 {
 	/* capable() only when needed: it marks the task as having used it. */
 	return pinmem_region_visible_to(region, false) ||
 	       capable(CAP_SYS_ADMIN);
 }
 
-/* A reference to the region with this id, or NULL. */
-struct pinmem_region *pinmem_region_get_by_id(u64 id)
+/*
+ * A reference to the region with this id, for the device fd's queries by
+ * id (HOLDERS, REFS, NODES); NULL when there is none or the caller may not
+ * see it: both are ENOENT, so that ids of others' regions reveal nothing.
+ */
+struct pinmem_region *pinmem_region_get_visible(u64 id)
 {
 	struct pinmem_region *region, *found = NULL;
 
@@ -334,6 +338,10 @@ struct pinmem_region *pinmem_region_get_by_id(u64 id)
 		}
 	}
 	mutex_unlock(&pinmem_regions_lock);
+	if (found && !pinmem_region_visible(found)) {
+		pinmem_region_put(found);
+		found = NULL;
+	}
 	return found;
 }
 
