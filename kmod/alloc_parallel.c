@@ -72,11 +72,15 @@ static void pinmem_alloc_claim(struct pinmem_alloc_job *job, bool caller)
 		i = atomic_long_fetch_inc(&job->next);
 		if (i >= job->nr)
 			return;
+		/* POPULATE: a chunk of the range that is already there. */
+		if (job->chunks[i])
+			continue;
 		page = pinmem_alloc_pages(&job->place, job->gfp,
 					  PINMEM_CHUNK_ORDER);
 		if (!page)
 			break;
-		job->chunks[i] = page;
+		/* Pairs with the acquire in pinmem_region_page(): zeroed. */
+		smp_store_release(&job->chunks[i], page);
 		cond_resched();
 	}
 	atomic_set(&job->stop, 1);
@@ -108,22 +112,22 @@ static unsigned int pinmem_alloc_nr_workers(unsigned long nr)
 	return min_t(unsigned long, threads - 1, nr / PINMEM_CHUNKS_PER_WORKER);
 }
 
-/* Move the chunks had to the front; returns how many there are. */
-static unsigned long pinmem_alloc_compact(struct page **chunks,
-					  unsigned long nr)
+/* How many entries of chunks[] hold a chunk. */
+static unsigned long pinmem_alloc_count(struct page **chunks,
+					unsigned long nr)
 {
 	unsigned long i, n = 0;
 
 	for (i = 0; i < nr; i++)
-		if (chunks[i])
-			chunks[n++] = chunks[i];
+		n += !!chunks[i];
 	return n;
 }
 
 /*
- * Allocate nr order-9 chunks into chunks[] (NULL on entry) on
- * several CPUs. Returns how many were had, all at the front of chunks[]:
- * fewer than nr when one could not be had, or on a fatal signal (*intr).
+ * Allocate an order-9 chunk for every NULL entry of chunks[0..nr) on
+ * several CPUs; entries already set are kept. Returns how many entries
+ * are set after it: fewer than nr when a chunk could not be had, or on a
+ * fatal signal (*intr). Where the missing ones are is for the caller.
  */
 unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
 				    gfp_t gfp, const struct pinmem_place *place,
@@ -159,7 +163,7 @@ unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
 		mem_cgroup_put(job.memcg);
 	kfree(workers);
 	*intr = fatal_signal_pending(current);
-	return pinmem_alloc_compact(chunks, nr);
+	return pinmem_alloc_count(chunks, nr);
 }
 
 int pinmem_alloc_init(void)

@@ -75,6 +75,9 @@ static int pinmem_ioc_alloc(void __user *arg)
 		return -EFAULT;
 	if (!a.size || a.flags & ~PINMEM_ALLOC_FLAGS || a.reserved)
 		return -EINVAL;
+	/* A lazy region's chunks are all order 9 (see pinmem_region_page). */
+	if ((a.flags & PINMEM_ALLOC_LAZY) && (a.flags & PINMEM_ALLOC_FALLBACK))
+		return -EINVAL;
 	ret = pinmem_place_from_alloc(&a, &place);
 	if (ret)
 		return ret;
@@ -397,6 +400,8 @@ long pinmem_region_ioctl(struct file *file, unsigned int cmd,
 		return pinmem_ioc_expect(region, uarg);
 	case PINMEM_IOC_NODES:
 		return pinmem_ioc_nodes(region, uarg);
+	case PINMEM_IOC_POPULATE:
+		return pinmem_ioc_populate(region, uarg);
 	case PINMEM_IOC_SEAL:
 	case PINMEM_IOC_DONATE:
 	case PINMEM_IOC_PUBLISH:

@@ -99,15 +99,69 @@ static void pinmem_vm_close(struct vm_area_struct *vma)
 	kfree(rec);
 }
 
+/*
+ * Insert region pages [pgoff, pgoff + nr) at addr, in batches. Stops at
+ * the first page not there (a chunk of an ALLOC_LAZY region that is not
+ * populated), at an error (no memory for page tables, a page already
+ * mapped), or on a fatal signal; what is not inserted here the fault
+ * handler inserts.
+ */
+static void pinmem_insert_run(struct vm_area_struct *vma,
+			      struct pinmem_region *region, unsigned long addr,
+			      pgoff_t pgoff, unsigned long nr)
+{
+	struct page *pages[PINMEM_INSERT_BATCH];
+	unsigned long n, i, left;
+
+	while (nr) {
+		n = min_t(unsigned long, PINMEM_INSERT_BATCH, nr);
+		for (i = 0; i < n; i++) {
+			pages[i] = pinmem_region_page(region, pgoff + i);
+			if (!pages[i])
+				break;
+		}
+		left = i;
+		if (!i || vm_insert_pages(vma, addr, pages, &left) || i < n)
+			return;
+		addr += n << PAGE_SHIFT;
+		pgoff += n;
+		nr -= n;
+		if (fatal_signal_pending(current))
+			return;
+		cond_resched();
+	}
+}
+
+/*
+ * A fault maps the rest of its order-9 chunk with it: pages of a chunk
+ * that POPULATE added after the mmap then cost one fault a chunk, not
+ * one a page. The faulting page is inserted last on its own, which is a
+ * no-op (VM_FAULT_NOPAGE) when the run has mapped it.
+ */
 static vm_fault_t pinmem_vm_fault(struct vm_fault *vmf)
 {
-	struct pinmem_holder_rec *rec = vmf->vma->vm_private_data;
+	struct vm_area_struct *vma = vmf->vma;
+	struct pinmem_holder_rec *rec = vma->vm_private_data;
+	struct pinmem_region *region = rec->region;
 	pgoff_t pgoff = rec->base + vmf->pgoff;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long nr;
+	struct page *page;
 
-	if (pgoff >= rec->region->nr_pages)
+	if (pgoff >= region->nr_pages)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_page(vmf->vma, vmf->address,
-			       pinmem_region_page(rec->region, pgoff));
+	page = pinmem_region_page(region, pgoff);
+	if (!page)
+		return VM_FAULT_SIGBUS;
+	if (pgoff < region->nr_by_order[PINMEM_CHUNK_ORDER] <<
+		    PINMEM_CHUNK_ORDER) {
+		nr = BIT(PINMEM_CHUNK_ORDER) -
+		     (pgoff & (BIT(PINMEM_CHUNK_ORDER) - 1));
+		nr = min3(nr, (vma->vm_end - addr) >> PAGE_SHIFT,
+			  region->nr_pages - pgoff);
+		pinmem_insert_run(vma, region, addr, pgoff, nr);
+	}
+	return vmf_insert_page(vma, addr, page);
 }
 
 static const struct vm_operations_struct pinmem_vm_ops = {
@@ -115,34 +169,6 @@ static const struct vm_operations_struct pinmem_vm_ops = {
 	.close	= pinmem_vm_close,
 	.fault	= pinmem_vm_fault,
 };
-
-/*
- * Map the pages up front, in batches. Best effort: whatever is not inserted
- * here (no memory for page tables, a fatal signal) is inserted by the fault
- * handler, so this never fails the mmap.
- */
-static void pinmem_prefault(struct vm_area_struct *vma,
-			    struct pinmem_region *region, pgoff_t pgoff)
-{
-	struct page *pages[PINMEM_INSERT_BATCH];
-	unsigned long addr = vma->vm_start;
-	unsigned long n, i, left;
-
-	while (addr < vma->vm_end) {
-		n = min_t(unsigned long, PINMEM_INSERT_BATCH,
-			  (vma->vm_end - addr) >> PAGE_SHIFT);
-		for (i = 0; i < n; i++)
-			pages[i] = pinmem_region_page(region, pgoff + i);
-		left = n;
-		if (vm_insert_pages(vma, addr, pages, &left))
-			return;
-		addr += n << PAGE_SHIFT;
-		pgoff += n;
-		if (fatal_signal_pending(current))
-			return;
-		cond_resched();
-	}
-}
 
 /* Checks common to both kinds: MAP_SHARED, bounds. */
 static int pinmem_mmap_check(struct vm_area_struct *vma, pgoff_t nr_pages)
@@ -208,7 +234,8 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 			  region->state, 0);
 	mutex_unlock(&region->lock);
 	/* Counted: from here on the mmap cannot fail in this function. */
-	pinmem_prefault(vma, region, vma->vm_pgoff);
+	pinmem_insert_run(vma, region, vma->vm_start, vma->vm_pgoff,
+			  vma_pages(vma));
 	return 0;
 }
 
@@ -263,7 +290,8 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 	pinmem_rec_add(rec);
 	mutex_unlock(&region->lock);
 
-	pinmem_prefault(vma, region, view->pgoff + vma->vm_pgoff);
+	pinmem_insert_run(vma, region, vma->vm_start,
+			  view->pgoff + vma->vm_pgoff, vma_pages(vma));
 	return 0;
 }
 

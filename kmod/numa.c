@@ -49,9 +49,13 @@ static void pinmem_region_nodes(struct pinmem_region *region, u64 *bytes)
 	for (order = PINMEM_CHUNK_ORDER; order >= 0; order--) {
 		unsigned long n;
 
-		for (n = 0; n < region->nr_by_order[order]; n++, i++)
-			bytes[page_to_nid(region->chunks[i])] +=
-				PAGE_SIZE << order;
+		for (n = 0; n < region->nr_by_order[order]; n++, i++) {
+			/* ALLOC_LAZY: populated ones only (POPULATE's release). */
+			struct page *chunk = smp_load_acquire(&region->chunks[i]);
+
+			if (chunk)
+				bytes[page_to_nid(chunk)] += PAGE_SIZE << order;
+		}
 	}
 }
 
@@ -62,7 +66,7 @@ static int pinmem_nodes(struct pinmem_region *region, struct pinmem_nodes *q,
 	u64 *bytes;
 	int ret = 0;
 
-	/* The chunks never change while the region lives: no lock. */
+	/* Chunks are only ever added (POPULATE) while it lives: no lock. */
 	bytes = kcalloc(nr_node_ids, sizeof(*bytes), GFP_KERNEL_ACCOUNT);
 	if (!bytes)
 		return -ENOMEM;

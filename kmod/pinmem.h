@@ -20,6 +20,15 @@
 #include <uapi/pinmem.h>
 
 /*
+ * Where a region's chunks come from: nid NUMA_NO_NODE is the caller's
+ * mempolicy; gfp adds __GFP_THISNODE when no other node will do.
+ */
+struct pinmem_place {
+	int nid;
+	gfp_t gfp;
+};
+
+/*
  * A region: the pages, their charge, and the state the views obey.
  * Lifetime: a kref held by the region file and by each view file; VMAs hold
  * their file, so a mapping keeps the region alive after its fd is closed.
@@ -32,11 +41,17 @@ struct pinmem_region {
 	unsigned long nr_pages;		/* size >> PAGE_SHIFT: mappable */
 	unsigned long nr_alloc_pages;	/* whole chunks: allocated, charged */
 
-	/* Chunks in non-increasing order: nr_by_order[o] chunks of order o. */
+	/*
+	 * Chunks in non-increasing order: nr_by_order[o] chunks of order o.
+	 * An ALLOC_LAZY region has all its order-9 entries from the start,
+	 * NULL until POPULATE sets them (once, with release semantics).
+	 */
 	struct page **chunks;
 	unsigned long nr_chunks;
 	unsigned long nr_by_order[PINMEM_CHUNK_ORDER + 1];
 	unsigned int min_order;
+	struct pinmem_place place;	/* where POPULATE allocates */
+	struct mutex populate_lock;	/* one POPULATE at a time */
 
 	struct user_struct *user;	/* RLIMIT_MEMLOCK charge, or NULL */
 	kuid_t owner_uid;
@@ -47,6 +62,7 @@ struct pinmem_region {
 	u32 state;			/* PINMEM_STATE_* */
 	u32 donate_waiters;		/* DONATE calls waiting for views to go */
 	u32 seal_waiters;		/* SEAL calls waiting for references */
+	unsigned long nr_unpopulated;	/* NULL entries of chunks[] */
 	u64 owner_mappings;
 	u64 view_mappings;
 	u64 writable_view_mappings;
@@ -94,15 +110,6 @@ extern struct pinmem_totals pinmem_totals;
 extern unsigned long long pinmem_max_total_bytes;
 extern unsigned long long pinmem_max_region_bytes;
 
-/*
- * Where a region's chunks come from: nid NUMA_NO_NODE is the caller's
- * mempolicy; gfp adds __GFP_THISNODE when no other node will do.
- */
-struct pinmem_place {
-	int nid;
-	gfp_t gfp;
-};
-
 /* region.c */
 int pinmem_region_create(u64 size, u32 flags,
 			 const struct pinmem_place *place,
@@ -110,6 +117,8 @@ int pinmem_region_create(u64 size, u32 flags,
 void pinmem_region_put(struct pinmem_region *region);
 struct pinmem_region *pinmem_region_get_visible(u64 id);
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
+gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback);
+bool pinmem_beyond_available(unsigned long nr_pages);
 struct file *pinmem_region_file(struct pinmem_region *region);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
@@ -122,6 +131,9 @@ struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
 unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
 				    gfp_t gfp, const struct pinmem_place *place,
 				    bool *intr);
+
+/* populate.c */
+int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg);
 int pinmem_alloc_init(void);
 void pinmem_alloc_exit(void);
 

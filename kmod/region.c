@@ -77,7 +77,7 @@ static void pinmem_uncharge_user(struct pinmem_region *region)
  * RETRY_MAYFAIL, so that neither the page allocator nor a memcg charge
  * ever invokes the OOM killer for pinned memory; ALLOC fails instead.
  */
-static gfp_t pinmem_gfp(unsigned int order, bool fallback)
+gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback)
 {
 	gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT | __GFP_NOWARN;
 
@@ -96,7 +96,7 @@ static gfp_t pinmem_gfp(unsigned int order, bool fallback)
  * kernel's estimate of available memory fails at once rather than after
  * reclaim and compaction have emptied the page cache.
  */
-static bool pinmem_beyond_available(unsigned long nr_pages)
+bool pinmem_beyond_available(unsigned long nr_pages)
 {
 	return nr_pages > si_mem_available();
 }
@@ -139,7 +139,7 @@ static int pinmem_alloc_fallback(struct pinmem_region *region,
 	while (remaining) {
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		page = pinmem_alloc_pages(place, pinmem_gfp(order, true),
+		page = pinmem_alloc_pages(place, pinmem_chunk_gfp(order, true),
 					  order);
 		if (!page) {
 			if (!order)
@@ -159,6 +159,18 @@ static int pinmem_alloc_fallback(struct pinmem_region *region,
 	return 0;
 }
 
+/* Move the chunks had to the front; returns how many there are. */
+static unsigned long pinmem_chunks_compact(struct page **chunks,
+					   unsigned long nr)
+{
+	unsigned long i, n = 0;
+
+	for (i = 0; i < nr; i++)
+		if (chunks[i])
+			chunks[n++] = chunks[i];
+	return n;
+}
+
 /*
  * Fill the region with chunks: order-9 ones on several CPUs, then, when
  * asked to fall back, smaller ones for what could not be had at order 9.
@@ -167,7 +179,7 @@ static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback,
 			       const struct pinmem_place *place)
 {
 	unsigned long cap = region->nr_alloc_pages >> PINMEM_CHUNK_ORDER;
-	gfp_t gfp = pinmem_gfp(PINMEM_CHUNK_ORDER, fallback);
+	gfp_t gfp = pinmem_chunk_gfp(PINMEM_CHUNK_ORDER, fallback);
 	bool intr;
 
 	if (pinmem_beyond_available(region->nr_alloc_pages))
@@ -177,8 +189,8 @@ static int pinmem_alloc_chunks(struct pinmem_region *region, bool fallback,
 	if (!region->chunks)
 		return -ENOMEM;
 	region->min_order = PINMEM_CHUNK_ORDER;
-	region->nr_chunks = pinmem_alloc_parallel(region->chunks, cap, gfp,
-						  place, &intr);
+	pinmem_alloc_parallel(region->chunks, cap, gfp, place, &intr);
+	region->nr_chunks = pinmem_chunks_compact(region->chunks, cap);
 	region->nr_by_order[PINMEM_CHUNK_ORDER] = region->nr_chunks;
 	if (intr)
 		return -EINTR;
@@ -198,6 +210,8 @@ static void pinmem_free_chunks(struct pinmem_region *region)
 		unsigned long n;
 
 		for (n = 0; n < region->nr_by_order[order]; n++, i++) {
+			if (!region->chunks[i])	/* ALLOC_LAZY, not populated */
+				continue;
 			__free_pages(region->chunks[i], order);
 			cond_resched();
 		}
@@ -205,18 +219,26 @@ static void pinmem_free_chunks(struct pinmem_region *region)
 	kvfree(region->chunks);
 }
 
-/* The page at a region page offset (pgoff < nr_pages). */
+/*
+ * The page at a region page offset (pgoff < nr_pages); NULL where an
+ * ALLOC_LAZY region's chunk is not populated yet.
+ */
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff)
 {
 	unsigned long base = 0;
+	struct page *chunk;
 	int order;
 
 	for (order = PINMEM_CHUNK_ORDER; order >= 0; order--) {
 		unsigned long span = region->nr_by_order[order] << order;
 
-		if (pgoff < span)
-			return region->chunks[base + (pgoff >> order)] +
-			       (pgoff & ((1UL << order) - 1));
+		if (pgoff < span) {
+			/* Pairs with POPULATE's release: the zeroed chunk. */
+			chunk = smp_load_acquire(&region->chunks[base +
+							(pgoff >> order)]);
+			return chunk ? chunk + (pgoff & ((1UL << order) - 1)) :
+				       NULL;
+		}
 		pgoff -= span;
 		base += region->nr_by_order[order];
 	}
@@ -230,6 +252,7 @@ static void pinmem_region_free(struct pinmem_region *region)
 	pinmem_uncharge_user(region);
 	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);
 	put_pid(region->owner_pid);
+	mutex_destroy(&region->populate_lock);
 	mutex_destroy(&region->lock);
 	kfree(region);
 }
@@ -252,6 +275,25 @@ void pinmem_region_put(struct pinmem_region *region)
 	kref_put(&region->kref, pinmem_region_release);
 }
 
+/*
+ * ALLOC_LAZY: every order-9 entry of the chunk array, none allocated;
+ * POPULATE fills them.
+ */
+static int pinmem_alloc_lazy(struct pinmem_region *region)
+{
+	unsigned long cap = region->nr_alloc_pages >> PINMEM_CHUNK_ORDER;
+
+	region->chunks = kvmalloc_array(cap, sizeof(*region->chunks),
+					PINMEM_ARRAY_GFP | __GFP_ZERO);
+	if (!region->chunks)
+		return -ENOMEM;
+	region->min_order = PINMEM_CHUNK_ORDER;
+	region->nr_chunks = cap;
+	region->nr_by_order[PINMEM_CHUNK_ORDER] = cap;
+	region->nr_unpopulated = cap;
+	return 0;
+}
+
 /* Allocate, charge and publish a region of size bytes (page-aligned). */
 int pinmem_region_create(u64 size, u32 flags,
 			 const struct pinmem_place *place,
@@ -265,6 +307,8 @@ int pinmem_region_create(u64 size, u32 flags,
 		return -ENOMEM;
 	kref_init(&region->kref);
 	mutex_init(&region->lock);
+	mutex_init(&region->populate_lock);
+	region->place = *place;
 	INIT_LIST_HEAD(&region->holders);
 	init_waitqueue_head(&region->donate_wq);
 	region->state = PINMEM_STATE_OPEN;
@@ -280,7 +324,11 @@ int pinmem_region_create(u64 size, u32 flags,
 	ret = pinmem_charge_user(region);
 	if (ret)
 		goto err_charge;
-	ret = pinmem_alloc_chunks(region, flags & PINMEM_ALLOC_FALLBACK, place);
+	if (flags & PINMEM_ALLOC_LAZY)
+		ret = pinmem_alloc_lazy(region);
+	else
+		ret = pinmem_alloc_chunks(region, flags & PINMEM_ALLOC_FALLBACK,
+					  place);
 	if (ret)
 		goto err_alloc;
 
@@ -289,7 +337,8 @@ int pinmem_region_create(u64 size, u32 flags,
 	list_add_tail(&region->node, &pinmem_regions);
 	mutex_unlock(&pinmem_regions_lock);
 	atomic64_inc(&pinmem_totals.regions);
-	trace_pinmem_alloc(region->id, size, region->nr_chunks,
+	trace_pinmem_alloc(region->id, size,
+			   region->nr_chunks - region->nr_unpopulated,
 			   region->min_order, 0);
 	*out = region;
 	return 0;
@@ -301,6 +350,7 @@ err_charge:
 	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);
 err_reserve:
 	put_pid(region->owner_pid);
+	mutex_destroy(&region->populate_lock);
 	mutex_destroy(&region->lock);
 	kfree(region);
 	trace_pinmem_alloc(0, size, 0, 0, ret);
@@ -361,7 +411,10 @@ static void pinmem_region_fill_locked(struct pinmem_region *region,
 		info->flags |= PINMEM_INFO_DONATE_PENDING;
 	info->chunk_order = PINMEM_CHUNK_ORDER;
 	info->min_order = region->min_order;
-	info->nr_chunks = region->nr_by_order[PINMEM_CHUNK_ORDER];
+	info->nr_chunks = region->nr_by_order[PINMEM_CHUNK_ORDER] -
+			  region->nr_unpopulated;
+	if (region->nr_unpopulated)
+		info->flags |= PINMEM_INFO_UNPOPULATED;
 	info->nr_fallback_chunks = fallback;
 	info->owner_mappings = region->owner_mappings;
 	info->view_mappings = region->view_mappings;

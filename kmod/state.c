@@ -51,6 +51,11 @@ int pinmem_seal(struct pinmem_region *region)
 			ret = -EPERM;
 			break;
 		}
+		/* Sealed contents are whole: no chunk left to populate. */
+		if (region->nr_unpopulated) {
+			ret = -ENODATA;
+			break;
+		}
 		if (region->writable_view_mappings) {
 			ret = -EBUSY;
 			break;

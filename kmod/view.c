@@ -44,7 +44,7 @@ int pinmem_view_create(struct pinmem_region *region,
 		       const struct pinmem_view *req, struct file **out)
 {
 	bool write = req->flags & PINMEM_VIEW_WRITE;
-	bool write_refused = false;
+	int refused = 0;
 	struct pinmem_view_file *view;
 	struct file *file;
 
@@ -67,15 +67,18 @@ int pinmem_view_create(struct pinmem_region *region,
 
 	mutex_lock(&region->lock);
 	region->view_fds++;
-	if (write && region->state != PINMEM_STATE_OPEN)
-		write_refused = true;
+	/* Views see whole chunks: refs.c reads every chunk they map. */
+	if (region->nr_unpopulated)
+		refused = -ENODATA;
+	else if (write && region->state != PINMEM_STATE_OPEN)
+		refused = -EPERM;
 	mutex_unlock(&region->lock);
 	atomic64_inc(&pinmem_totals.view_fds);
 	trace_pinmem_view_create(region->id, req->offset, req->length, write,
-				 write_refused ? -EPERM : 0);
-	if (write_refused) {
+				 refused);
+	if (refused) {
 		fput(file);	/* its release undoes the count */
-		return -EPERM;
+		return refused;
 	}
 	*out = file;
 	return 0;

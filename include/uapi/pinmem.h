@@ -12,7 +12,7 @@
  *                HOLDERS (by region id).
  *  - region fd:  from ALLOC (anonymous inode, O_RDWR|O_CLOEXEC). mmap of it is
  *                an owner mapping. INFO, VIEW, HOLDERS, SEAL, DONATE,
- *                PUBLISH, REOPEN, EXPECT, REFS, NODES.
+ *                PUBLISH, REOPEN, EXPECT, REFS, NODES, POPULATE.
  *  - view fd:    from VIEW (anonymous inode, O_CLOEXEC; O_RDONLY unless
  *                PINMEM_VIEW_WRITE). mmap of it is a view mapping, file
  *                offset 0 being the view's first byte. VIEW_INFO, INFO,
@@ -42,8 +42,9 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	3	/* 2: DONATE and SEAL count page references; EXPECT, REFS
-					 * 3: ALLOC on a NUMA node; NODES */
+#define PINMEM_ABI_VERSION	4	/* 2: DONATE and SEAL count page references; EXPECT, REFS
+					 * 3: ALLOC on a NUMA node; NODES
+					 * 4: ALLOC_LAZY and POPULATE */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -82,8 +83,10 @@ struct pinmem_dev_info {
 #define PINMEM_ALLOC_NODE	(1U << 1)
 /* ABI 3: with ALLOC_NODE, `node` is only preferred: others may serve. */
 #define PINMEM_ALLOC_ANY_NODE	(1U << 2)
+/* ABI 4: charge now, allocate the chunks later with POPULATE. */
+#define PINMEM_ALLOC_LAZY	(1U << 3)
 #define PINMEM_ALLOC_FLAGS	(PINMEM_ALLOC_FALLBACK | PINMEM_ALLOC_NODE | \
-				 PINMEM_ALLOC_ANY_NODE)
+				 PINMEM_ALLOC_ANY_NODE | PINMEM_ALLOC_LAZY)
 
 /*
  * PINMEM_IOC_ALLOC (device fd). size is rounded up to a whole page; the
@@ -97,6 +100,15 @@ struct pinmem_dev_info {
  * max_total_bytes would be exceeded), ENOMEM (RLIMIT_MEMLOCK, memory
  * cgroup, no order-9 pages without FALLBACK, node), EINTR (fatal signal
  * while allocating).
+ *
+ * ALLOC_LAZY (ABI 4) takes the RLIMIT_MEMLOCK and max_total_bytes charges
+ * for the whole size but allocates no chunk: POPULATE allocates them, a
+ * range at a time, so that a loader can read into the first part while
+ * the rest is still being allocated. Until a chunk is populated, touching
+ * it through a mapping is SIGBUS (GUP: EFAULT), and VIEW and SEAL fail
+ * with ENODATA until every chunk is. Chunks are order 9 only, so
+ * ALLOC_LAZY with ALLOC_FALLBACK is EINVAL; ALLOC_NODE and ANY_NODE hold
+ * for every POPULATE.
  */
 struct pinmem_alloc {
 	__u64 size;		/* in */
@@ -131,6 +143,8 @@ struct pinmem_region_info {
 
 #define PINMEM_INFO_DONATE_PENDING	(1U << 0)	/* a DONATE is waiting */
 #define PINMEM_INFO_REFS_HELD		(1U << 1)	/* ABI 2: outside_refs is not 0 */
+#define PINMEM_INFO_UNPOPULATED		(1U << 2)	/* ABI 4: ALLOC_LAZY chunks missing;
+							 * nr_chunks counts those populated */
 
 /* PINMEM_IOC_VIEW flags */
 #define PINMEM_VIEW_WRITE	(1U << 0)	/* read-write view fd (region must be OPEN) */
@@ -139,7 +153,8 @@ struct pinmem_region_info {
 /*
  * PINMEM_IOC_VIEW (region fd). offset and length must be page multiples,
  * length non-zero, offset + length within the region (else EINVAL).
- * A read-write view when the region is not OPEN: EPERM.
+ * A read-write view when the region is not OPEN: EPERM. (ABI 4) Any view
+ * while chunks of an ALLOC_LAZY region are not populated: ENODATA.
  */
 struct pinmem_view {
 	__u64 offset;		/* in: bytes into the region */
@@ -223,7 +238,8 @@ struct pinmem_list {
  *           or (ABI 2) while page references taken through writable view
  *           mappings remain (after a grace of about 63 ms for transient
  *           ones; meanwhile writable view mappings fail with EBUSY).
- *           Already SEALED: 0. DONATED: EPERM.
+ *           Already SEALED: 0. DONATED: EPERM. (ABI 4) ENODATA while
+ *           chunks of an ALLOC_LAZY region are not populated.
  *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists,
  *           or (ABI 2) while a page the views mapped is referenced beyond
  *           its mappings and what the owner may hold (see EXPECT): a pipe
@@ -324,6 +340,22 @@ struct pinmem_nodes {
 	__u64 reserved;		/* in: zero */
 };
 
+/*
+ * PINMEM_IOC_POPULATE (ABI 4, region fd): allocate the chunks of an
+ * ALLOC_LAZY region that hold bytes [offset, offset + length), on several
+ * CPUs for a large range, charged to the caller's memory cgroup. Chunks
+ * already there are kept; on a region not made lazy, or fully populated,
+ * it does nothing and returns 0. offset and length must be page
+ * multiples, length non-zero, within the region (else EINVAL). ENOMEM
+ * (memory, node, cgroup) and EINTR (fatal signal) keep the chunks
+ * allocated before the failure: a retry allocates only the rest.
+ */
+struct pinmem_populate {
+	__u64 offset;		/* in: bytes into the region */
+	__u64 length;		/* in: bytes */
+	__u64 reserved[2];	/* in: zero */
+};
+
 #define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
 #define PINMEM_IOC_DEV_INFO	_IOR(PINMEM_IOC_MAGIC, 0x01, struct pinmem_dev_info)
 #define PINMEM_IOC_ALLOC	_IOWR(PINMEM_IOC_MAGIC, 0x02, struct pinmem_alloc)
@@ -332,6 +364,7 @@ struct pinmem_nodes {
 #define PINMEM_IOC_INFO		_IOR(PINMEM_IOC_MAGIC, 0x10, struct pinmem_region_info)
 #define PINMEM_IOC_VIEW		_IOWR(PINMEM_IOC_MAGIC, 0x11, struct pinmem_view)
 #define PINMEM_IOC_VIEW_INFO	_IOR(PINMEM_IOC_MAGIC, 0x12, struct pinmem_view_info)
+#define PINMEM_IOC_POPULATE	_IOW(PINMEM_IOC_MAGIC, 0x13, struct pinmem_populate)
 #define PINMEM_IOC_SEAL		_IOW(PINMEM_IOC_MAGIC, 0x20, struct pinmem_transition)
 #define PINMEM_IOC_DONATE	_IOW(PINMEM_IOC_MAGIC, 0x21, struct pinmem_transition)
 #define PINMEM_IOC_PUBLISH	_IOW(PINMEM_IOC_MAGIC, 0x22, struct pinmem_transition)
