@@ -393,6 +393,9 @@ int pin_recv_fd(int sock, int *fdp);
 
 #define PIN_IO_BUFFERED		(1U << 0)	/* never O_DIRECT */
 #define PIN_IO_NO_FIXED		(1U << 1)	/* never register fixed buffers */
+#define PIN_IO_PIN_FIRST	(1U << 2)	/* loads: pin all of the region
+						 * before the first read (no
+						 * overlap; to compare) */
 
 #define PIN_IO_DEFAULT_QUEUE_DEPTH	16U
 #define PIN_IO_DEFAULT_REQUEST_SIZE	(4U << 20)

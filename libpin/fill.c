@@ -16,19 +16,27 @@
  *    these are minor faults) and that is unmapped when the reads are done;
  *  - the seal then finds no writable mapping and has nothing to remap.
  *
- * A device region is allocated and mapped (its pages inserted at mmap) by
- * the kernel in one ALLOC and one mmap: all of it is prepared at once, and
- * only the fixed buffers are registered step by step.
+ * A device region made with ALLOC_LAZY (module ABI 4) is mapped at once
+ * with nothing in it; the helper POPULATEs it a step at a time (the kernel
+ * allocates the 2 MiB chunks, on several CPUs for a large step) and makes
+ * the step present in the mapping (one fault a chunk), and the reads
+ * follow as on the portable backend. An older module's region is
+ * allocated whole by ALLOC and mapped at once: only the fixed buffers are
+ * registered step by step.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <uapi/pinmem.h>
 
 #include "internal.h"
 #include "io_internal.h"
@@ -101,9 +109,33 @@ static void publish(struct filler *fl, uint64_t prepared, int err)
 	pthread_mutex_unlock(&fl->lock);
 }
 
+/*
+ * Device, ALLOC_LAZY: the kernel allocates the step's chunks; the write
+ * populate then maps them (a fault maps the rest of its chunk), so that
+ * neither the reads nor a fixed-buffer registration fault page by page.
+ */
+static int prepare_device_step(struct filler *fl, uint64_t off, uint64_t len)
+{
+	struct pinmem_populate p;
+	int ret;
+
+	memset(&p, 0, sizeof(p));
+	p.offset = off;
+	p.length = len;
+	ret = pin__ioctl(fl->r->fd, PINMEM_IOC_POPULATE, &p);
+	if (ret)
+		return ret;
+	if (madvise(fl->fill + off, len, MADV_POPULATE_WRITE) &&
+	    errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
 /* Allocate, zero, map and lock one step; then map it for the reads. */
 static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 {
+	if (fl->r->lazy)
+		return prepare_device_step(fl, off, len);
 	/*
 	 * fallocate allocates without faults; the write faults then zero
 	 * and map the pages (one a fault), and the owner's read faults map
@@ -220,7 +252,39 @@ static void filler_destroy(struct filler *fl)
 	free(fl->pace.times);
 }
 
-/* Device, or no thread to be had: everything prepared, in this thread. */
+/* What the steps did not reach of a lazy region (a no-op when whole). */
+static int populate_rest(struct pin_region *r)
+{
+	struct pinmem_populate p;
+	int ret;
+
+	memset(&p, 0, sizeof(p));
+	p.length = r->size;
+	ret = pin__ioctl(r->fd, PINMEM_IOC_POPULATE, &p);
+	if (ret)
+		return pin__fail(r->err, ret, "fill: populating region %" PRIu64,
+				 r->id);
+	r->lazy = 0;
+	return 0;
+}
+
+/* A device region made with ALLOC_LAZY: mapped with nothing in it yet. */
+static int map_device_lazy(struct filler *fl)
+{
+	void *p;
+	int ret = pin_region_map(fl->r, &p);
+
+	if (ret)
+		return ret;
+	fl->fill = p;	/* the owner mapping itself; not unmapped after */
+	return 0;
+}
+
+/*
+ * Not lazy, PIN_IO_PIN_FIRST, or no thread to be had: everything prepared
+ * before the reads, in this thread; a lazy device region in one POPULATE,
+ * which the kernel spreads over several CPUs as it does an ALLOC.
+ */
 static int prepare_inline(struct filler *fl, void **dst)
 {
 	struct pin_region *r = fl->r;
@@ -228,13 +292,18 @@ static int prepare_inline(struct filler *fl, void **dst)
 	size_t k;
 	int ret = 0;
 
-	if (fl->fill) {
+	if (fl->fill && !r->lazy) {
 		prepare_all(fl);
 		ret = fl->err;
 		*dst = fl->fill;
 		return ret;
 	}
-	ret = pin_region_map(r, dst);
+	if (r->lazy) {
+		ret = prepare_device_step(fl, 0, r->size);
+		*dst = fl->fill;
+	} else {
+		ret = pin_region_map(r, dst);
+	}
 	t1 = pin__now_ns();
 	for (k = 0; k < fl->nsteps; k++) {
 		fl->pace.times[k].pin_begin_ns = t0;
@@ -269,12 +338,16 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 	ret = filler_init(&fl, r, span, o);
 	if (ret)
 		return ret;
-	if (r->backend == PIN_BACKEND_PORTABLE && !r->map) {
+	if (r->backend == PIN_BACKEND_PORTABLE && !r->map)
 		ret = map_portable(&fl);
-		if (ret)
-			goto out;
+	else if (r->lazy && !r->map)
+		ret = map_device_lazy(&fl);
+	if (ret)
+		goto out;
+	if (fl.fill) {
 		dst = fl.fill;
-		threaded = !pthread_create(&helper, NULL, prepare_all, &fl);
+		threaded = !(o->flags & PIN_IO_PIN_FIRST) &&
+			   !pthread_create(&helper, NULL, prepare_all, &fl);
 	}
 	if (!threaded) {
 		ret = prepare_inline(&fl, &dst);
@@ -292,10 +365,13 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 		atomic_store(&fl.stop, 1);
 		pthread_join(helper, NULL);
 	}
-	if (!ret)
+	/* A lazy region whole, for the seal (a file with no data: no step). */
+	if (!ret && r->lazy)
+		ret = populate_rest(r);
+	else if (!ret)
 		r->unlocked = fl.unlocked;
 out_unmap:
-	if (fl.fill)
+	if (fl.fill && fl.fill != r->map)
 		munmap(fl.fill, r->size);
 	report(&fl, rep);
 out:

@@ -46,6 +46,8 @@ struct pin_region {
 	int cuda_registered;	/* registrations of map in force (cuda.c) */
 	struct pin__refs_hold cuda_hold;	/* its declaration (refs.c) */
 	int hugetlb;		/* portable: MFD_HUGETLB memfd */
+	int lazy;		/* device: ALLOC_LAZY, chunks still to
+				 * come with POPULATE (fill.c) */
 	pid_t owner_pid;	/* portable: allocating process, 0 if imported */
 	char err[PIN_ERR_LEN];
 };

@@ -54,7 +54,12 @@ static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 	return 0;
 }
 
-/* lazy: a portable region whose memory the loader prepares step by step. */
+/*
+ * lazy: a region whose memory the loader prepares step by step: portable,
+ * a memfd without its pages; device (ABI 4), ALLOC_LAZY, populated by
+ * POPULATE. A device region that may fall back to small chunks is
+ * allocated whole (ALLOC_LAZY regions are order 9 only).
+ */
 static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 			     unsigned flags, int node, struct pin_region **rp,
 			     int lazy)
@@ -94,6 +99,8 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	memset(&a, 0, sizeof(a));
 	a.size = size;
 	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	if (lazy && !(flags & PIN_ALLOC_FALLBACK) && dev->abi_version >= 4)
+		a.flags |= PINMEM_ALLOC_LAZY;
 	if (node >= 0) {
 		a.flags |= PINMEM_ALLOC_NODE;
 		a.node = node;
@@ -130,6 +137,7 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	}
 	r->fd = a.fd;
 	r->id = a.region_id;
+	r->lazy = !!(a.flags & PINMEM_ALLOC_LAZY);
 	/* The kernel rounds up to a page; ask it rather than guess. */
 	{
 		struct pinmem_region_info ri;

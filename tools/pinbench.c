@@ -69,6 +69,7 @@ struct cfg {
 	const char *fio;
 	long read_ahead_kb;	/* of the file's disk; -1: unknown */
 	int hugetlb_pool;	/* --hugetlb-pool: set one for the run */
+	int pin_first;		/* --pin-first: libpin loads without overlap */
 	long pool_was, pool_set;	/* nr_hugepages before, during */
 	const char *pages[2];	/* per backend: the last load's pages */
 };
@@ -422,11 +423,14 @@ static void report_phases(const struct cfg *c, const char *const *backend,
 			       c->pages[b]);
 	}
 	if (c->json)
-		printf("},\"hugetlb_pool\":{\"was\":%ld,\"set\":%ld}",
-		       c->pool_was, c->pool_set);
+		printf("},\"hugetlb_pool\":{\"was\":%ld,\"set\":%ld},"
+		       "\"pin_first\":%s", c->pool_was, c->pool_set,
+		       c->pin_first ? "true" : "false");
 	else if (c->pool_set >= 0)
 		printf("  hugetlb pool: %ld pages of 2 MiB for the run (was %ld, restored)\n",
 		       c->pool_set, c->pool_was);
+	if (!c->json && c->pin_first)
+		printf("  libpin: --pin-first, all of the region pinned before the reads\n");
 }
 
 static void report(const struct cfg *c, const char *what, const char *file,
@@ -499,7 +503,8 @@ static void report(const struct cfg *c, const char *what, const char *file,
 
 static int bench_load(struct cfg *c, const char *file)
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
+				 .flags = c->pin_first ? PIN_IO_PIN_FIRST : 0 };
 	struct series s[8];
 	struct pin_dev *devs[2] = { 0 };
 	struct pin_region *r = NULL;
@@ -777,6 +782,8 @@ static void usage(void)
 		"  --json              one JSON object\n"
 		"  --hugetlb-pool      load: run inside a hugetlb pool big enough for the\n"
 		"                      file (root; nr_hugepages restored afterwards)\n"
+		"  --pin-first         load: libpin pins all of the region before reading\n"
+		"                      (no overlap), to compare with the default\n"
 		"  --version           pinbench's and libpin's version\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
@@ -819,6 +826,7 @@ int main(int argc, char **argv)
 		{ "fio", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "hugetlb-pool", no_argument, NULL, 'H' },
+		{ "pin-first", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -867,6 +875,7 @@ int main(int argc, char **argv)
 		case 'f': c.fio = optarg; break;
 		case 'j': c.json = 1; break;
 		case 'H': c.hugetlb_pool = 1; break;
+		case 'P': c.pin_first = 1; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());

@@ -155,6 +155,7 @@ static void usage(void)
 		"  --request-size N    bytes per request, K/M suffix (default %u)\n"
 		"  --buffered          no O_DIRECT\n"
 		"  --no-fixed          no registered buffers\n"
+		"  --pin-first         pin all of the region before reading (no overlap)\n"
 		"  --no-progress       no progress bar even on a terminal\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
@@ -187,6 +188,7 @@ int main(int argc, char **argv)
 		{ "request-size", required_argument, NULL, 'r' },
 		{ "buffered", no_argument, NULL, 'B' },
 		{ "no-fixed", no_argument, NULL, 'F' },
+		{ "pin-first", no_argument, NULL, 'R' },
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -220,6 +222,7 @@ int main(int argc, char **argv)
 			break;
 		case 'B': o.flags |= PIN_IO_BUFFERED; break;
 		case 'F': o.flags |= PIN_IO_NO_FIXED; break;
+		case 'R': o.flags |= PIN_IO_PIN_FIRST; break;
 		case 'P': noprog = 1; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,

@@ -213,6 +213,61 @@ static void verify_alloc(struct __test_metadata *_metadata, struct fx *f,
 	expect_maps(f->rfd, 1, 0);
 }
 
+static long call_alloc_lazy(struct fx *f)
+{
+	return call_alloc(f, PINMEM_ALLOC_LAZY);
+}
+
+static int populate_all(struct fx *f)
+{
+	struct pinmem_populate p = { .length = REGION };
+
+	return ioctl(f->rfd, PINMEM_IOC_POPULATE, &p) ? -errno : 0;
+}
+
+/* A lazy region made under injection is whole once populated. */
+static void verify_alloc_lazy(struct __test_metadata *_metadata,
+			      struct fx *f, long ret)
+{
+	if (ret < 0)
+		return;
+	ASSERT_EQ(0, populate_all(f));
+	verify_alloc(_metadata, f, ret);
+}
+
+/* A lazy region, mapped by its owner with nothing in it yet. */
+static void setup_lazy(struct __test_metadata *_metadata, struct fx *f)
+{
+	f->rfd = pm_alloc_at(_metadata, __LINE__, f->dev, REGION,
+			     PINMEM_ALLOC_LAZY, NULL);
+	f->map = pm_map(f->rfd, REGION, PROT_READ | PROT_WRITE, 0);
+}
+
+static long call_populate(struct fx *f)
+{
+	return populate_all(f);
+}
+
+/*
+ * A failed POPULATE leaves a chunk missing and a retry completes it; then
+ * the owner mapping holds what is written and the region seals.
+ */
+static void verify_populate(struct __test_metadata *_metadata, struct fx *f,
+			    long ret)
+{
+	struct pinmem_region_info ri;
+
+	pm_info(f->rfd, &ri);
+	ASSERT_EQ(ret < 0 ? PINMEM_INFO_UNPOPULATED : 0,
+		  ri.flags & PINMEM_INFO_UNPOPULATED);
+	ASSERT_EQ(0, populate_all(f));
+	pm_info(f->rfd, &ri);
+	ASSERT_EQ(REGION / (2 * MiB), ri.nr_chunks);
+	pm_fill(f->map, REGION, f->seed);
+	ASSERT_PATTERN(f->map, REGION, f->seed);
+	ASSERT_EQ(0, pm_seal(f->rfd));
+}
+
 static long call_view(struct fx *f, uint32_t flags)
 {
 	struct pinmem_view v = { .offset = 0, .length = REGION, .flags = flags };
@@ -537,6 +592,8 @@ static const struct op ops[] = {
 	{ "reopen", setup_donated, call_reopen, verify_reopen },
 	{ "refs", setup_view_spliced, call_refs, verify_refs },
 	{ "expect", setup_region, call_expect, verify_expect },
+	{ "alloc_lazy", NULL, call_alloc_lazy, verify_alloc_lazy },
+	{ "populate", setup_lazy, call_populate, verify_populate },
 };
 
 FIXTURE(failnth) {
@@ -565,6 +622,8 @@ OP_VARIANT(12, publish);
 OP_VARIANT(13, reopen);
 OP_VARIANT(14, refs);
 OP_VARIANT(15, expect);
+OP_VARIANT(16, alloc_lazy);
+OP_VARIANT(17, populate);
 
 FIXTURE_SETUP(failnth)
 {

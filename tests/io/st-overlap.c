@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A load pins under its reads: pin_st_timeline shows the data span in
- * steps, no step read before it was pinned, and (portable backend, small
- * pages: pinning takes time there) the reads under way before the pinning
- * is done, the pinning of step k + 1 begun before the reads of step k came
- * back. The data is the file's, the region sealed, its pages locked; a
+ * steps, no step read before it was pinned, and (portable backend with
+ * small pages, or the device with module ABI 4's ALLOC_LAZY: pinning is
+ * done step by step there) the reads under way before the pinning is
+ * done, the pinning of step k + 1 begun before the reads of step k came
+ * back; with PIN_IO_PIN_FIRST, all of it pinned before the first read. The
+ * data is the file's, the region sealed, its pages locked; a
  * save leaves no timeline and bad arguments are refused.
  *   st-overlap DIR
  */
@@ -91,10 +93,11 @@ int main(int argc, char **argv)
 	struct pin_st *ck = pin_st_new(), *ld;
 	struct pin_st_step steps[64];
 	struct pin_region_info ri;
+	struct pin_dev_info di;
 	struct pin_st_tensor got;
 	struct pin_dev *dev;
 	long long lck;
-	int n, portable;
+	int n, portable, stepwise;
 
 	CHECK(data && ck, "memory");
 	snprintf(path, sizeof(path), "%s/st-overlap-%d.safetensors",
@@ -108,15 +111,19 @@ int main(int argc, char **argv)
 
 	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
 	portable = pin_dev_backend(dev) == PIN_BACKEND_PORTABLE;
+	CHECK_EQ(pin_dev_info(dev, &di), 0);
 	ld = pin_st_new();
 	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
 	n = pin_st_timeline(ld, NULL, 0);
 	CHECK(n > 1 && n <= 64, "%d steps", n);
 	CHECK_EQ(pin_st_timeline(ld, steps, 64), n);
 	CHECK_EQ(pin_region_info(pin_st_region(ld, 0), &ri), 0);
-	/* The device pins in ALLOC and mmap, hugetlb pages are allocated
-	 * up front: only small portable pages are pinned step by step. */
-	check_steps(steps, n, portable && ri.min_order == 0);
+	/* hugetlb pages, and a device region of a module before ABI 4, are
+	 * allocated up front; the rest is pinned step by step. */
+	stepwise = portable ? ri.min_order == 0 : di.abi_version >= 4;
+	check_steps(steps, n, stepwise);
+	printf("# %s: %s\n", portable ? "portable" : "device",
+	       stepwise ? "pinned step by step" : "pinned up front");
 	CHECK_EQ(ri.state, PIN_STATE_SEALED);
 	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
 	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ");
@@ -126,6 +133,19 @@ int main(int argc, char **argv)
 	else
 		printf("# locked pages not checked (not root, or mlock intercepted by the sanitizer)\n");
 
+	pin_st_free(ld);
+
+	/* PIN_IO_PIN_FIRST: all of it pinned before the first read. */
+	o.flags = PIN_IO_PIN_FIRST;
+	ld = pin_st_new();
+	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	n = pin_st_timeline(ld, steps, 64);
+	CHECK(n > 0 && n <= 64, "%d steps", n);
+	CHECK(steps[n - 1].pin_end_ns <= steps[0].read_begin_ns,
+	      "PIN_IO_PIN_FIRST: the pinning ended %lld ns after the first read",
+	      (long long)(steps[n - 1].pin_end_ns - steps[0].read_begin_ns));
+	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
+	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ (pin first)");
 	pin_st_free(ld);
 	pin_close(dev);
 	pin_st_free(ck);
