@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpin's I/O engine (io.c), shared with safetensors.c. Not installed.
+ * libpin's I/O engine (io*.c), shared with safetensors.c and fill.c. Not
+ * installed.
  */
 #ifndef LIBPIN_IO_INTERNAL_H
 #define LIBPIN_IO_INTERNAL_H

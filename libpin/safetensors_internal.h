@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libpin's strict JSON reader (safetensors_json.c), used by safetensors.c
- * for headers and index files. Not installed.
+ * libpin's strict JSON reader (safetensors_json.c), used for headers
+ * (safetensors_header.c) and index files (safetensors_index.c). Not
+ * installed.
  */
 #ifndef LIBPIN_SAFETENSORS_INTERNAL_H
 #define LIBPIN_SAFETENSORS_INTERNAL_H

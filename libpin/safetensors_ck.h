@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checkpoint object (struct pin_st) and the helpers that the parts of
+ * libpin's safetensors support (safetensors*.c) share. Not installed.
+ */
+#ifndef LIBPIN_SAFETENSORS_CK_H
+#define LIBPIN_SAFETENSORS_CK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pin.h"
+#include "internal.h"
+#include "io_internal.h"
+
+struct st_tensor {
+	struct pin_st_tensor pub;	/* name, shape point into owned memory */
+	uint64_t begin, end;		/* data_offsets */
+};
+
+struct st_file {
+	char *path;
+	struct pin_region *region;	/* NULL for parsed-only files */
+	uint64_t data_start;		/* 8 + header length */
+	uint64_t data_len;
+};
+
+/* Progress across every file of a load: done = base + this file's done. */
+struct st_progress {
+	const struct pin_io_opts *user;
+	uint64_t base;
+	uint64_t total;
+};
+
+struct pin_st {
+	struct st_tensor *t;
+	size_t n, cap;
+	size_t *by_name;		/* indexes of t sorted by name */
+	char **meta_k, **meta_v;
+	size_t nmeta;
+	struct st_file *files;
+	size_t nfiles;
+	struct pin_io_stats stats;
+	struct pin_st_phases phases;	/* of the last load */
+	struct pin_st_step *steps;	/* of the last load */
+	size_t nsteps;
+	char err[PIN_ERR_LEN];
+};
+
+/* Format the error text of ck; returns err. */
+int pin__st_fail(struct pin_st *ck, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Free what ck holds (tensors, metadata, files, regions); ck stays. */
+void pin__st_clear(struct pin_st *ck);
+int pin__st_add_meta(struct pin_st *ck, const char *k, const char *v);
+int pin__st_add_file(struct pin_st *ck, const char *path);
+
+/* Headers (safetensors_header.c). */
+int pin__st_tensor_bytes(int dtype, const uint64_t *shape, unsigned ndim,
+			 uint64_t *out);
+int pin__st_read_header(struct pin_st *ck, struct pin__file *f, unsigned fi);
+int pin__st_build_index(struct pin_st *ck);
+
+/* Loads (safetensors_load.c, safetensors_index.c). */
+int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
+		      const struct pin_io_opts *o, struct st_progress *prog);
+int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
+		       const char *path, const struct pin_io_opts *o,
+		       struct st_progress *prog);
+
+#endif /* LIBPIN_SAFETENSORS_CK_H */
