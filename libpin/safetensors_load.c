@@ -89,7 +89,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	struct pin__fill_report rep;
 	struct pin__file f;
 	void *map;
-	int ret;
+	int ret, lazy;
 
 	memset(&st, 0, sizeof(st));
 	st.direct = 1;
@@ -131,9 +131,36 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
 	}
+	lazy = r->lazy;
 	ret = pin__fill_from_file(r, &f, astart, span,
 				  sf->data_start + sf->data_len, &po, &st,
 				  &rep);
+	if (ret == -ENOMEM && lazy) {
+		/*
+		 * A lazy device region needs free 2 MiB pages as the reads go;
+		 * where they ran out, once more into a region allocated whole,
+		 * which may fall back to smaller chunks.
+		 */
+		free(rep.times);
+		memset(&rep, 0, sizeof(rep));
+		pin_region_free(r);
+		r = NULL;
+		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
+					 PIN_ALLOC_FALLBACK, &r);
+		if (ret) {
+			pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
+				     sf->path, (unsigned long long)span,
+				     pin_dev_error(dev));
+			goto out;
+		}
+		snprintf(st.fallback_reason + strlen(st.fallback_reason),
+			 sizeof(st.fallback_reason) - strlen(st.fallback_reason),
+			 "%sno 2 MiB pages left while loading: region allocated whole",
+			 st.fallback_reason[0] ? "; " : "");
+		ret = pin__fill_from_file(r, &f, astart, span,
+					  sf->data_start + sf->data_len, &po,
+					  &st, &rep);
+	}
 	ck->phases.pin_ns += rep.pin_ns;
 	keep_steps(ck, fi, &rep, span);
 	prog->base += span;
