@@ -18,6 +18,7 @@
 #include <linux/uaccess.h>
 
 #include "pinmem.h"
+#include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
 
@@ -48,6 +49,7 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 	unsigned long first, nr, missing, had;
 	struct page **chunks;
 	bool intr;
+	int ret;
 
 	pinmem_populate_span(offset, length, &first, &nr);
 	chunks = region->chunks + first;
@@ -59,6 +61,7 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 	}
 	if (pinmem_beyond_available(missing << PINMEM_CHUNK_ORDER)) {
 		mutex_unlock(&region->populate_lock);
+		trace_pinmem_populate(region->id, offset, length, 0, -ENOMEM);
 		return -ENOMEM;
 	}
 	had = pinmem_alloc_parallel(chunks, nr, gfp, &region->place, &intr);
@@ -67,9 +70,10 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 	region->nr_unpopulated -= missing - (nr - had);
 	mutex_unlock(&region->lock);
 	mutex_unlock(&region->populate_lock);
-	if (intr)
-		return -EINTR;
-	return had == nr ? 0 : -ENOMEM;
+	ret = intr ? -EINTR : had == nr ? 0 : -ENOMEM;
+	trace_pinmem_populate(region->id, offset, length,
+			      missing - (nr - had), ret);
+	return ret;
 }
 
 int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * pinmem trace events (tracefs events/pinmem/, perf, trace-cmd, bpftrace):
- * region alloc and free, view creation, mappings admitted or refused,
+ * region alloc and free, populate (ALLOC_LAZY), view creation, mappings
+ * admitted or refused,
  * seal, donate (result, time waited, the view mappings that refused it),
  * publish and reopen. One line at each call site; kmod/trace.c makes them.
  */
@@ -41,6 +42,25 @@ TRACE_EVENT(pinmem_free,
 			   __entry->size = size;),
 	    TP_printk("region=%llu size=%llu",
 		      __entry->id, __entry->size)
+);
+
+TRACE_EVENT(pinmem_populate,
+	    TP_PROTO(u64 id, u64 offset, u64 length, unsigned long nr_new,
+		     int ret),
+	    TP_ARGS(id, offset, length, nr_new, ret),
+	    TP_STRUCT__entry(__field(u64, id)
+			     __field(u64, offset)
+			     __field(u64, length)
+			     __field(unsigned long, nr_new)
+			     __field(int, ret)),
+	    TP_fast_assign(__entry->id = id;
+			   __entry->offset = offset;
+			   __entry->length = length;
+			   __entry->nr_new = nr_new;
+			   __entry->ret = ret;),
+	    TP_printk("region=%llu offset=%llu length=%llu chunks=%lu ret=%d",
+		      __entry->id, __entry->offset, __entry->length,
+		      __entry->nr_new, __entry->ret)
 );
 
 TRACE_EVENT(pinmem_view_create,
