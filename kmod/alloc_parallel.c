@@ -26,8 +26,11 @@
 
 /* The most CPUs one ALLOC uses, and the workqueue's concurrency bound. */
 #define PINMEM_ALLOC_THREADS_MAX	32
-/* A worker is worth starting for this many chunks (64 MiB) or more. */
-#define PINMEM_CHUNKS_PER_WORKER	32
+/*
+ * A worker is worth starting for this many chunks (16 MiB, some ms of
+ * zeroing) or more: a loader POPULATEs its region in steps of about this.
+ */
+#define PINMEM_CHUNKS_PER_WORKER	8
 
 static unsigned int pinmem_alloc_threads;
 module_param_named(alloc_threads, pinmem_alloc_threads, uint, 0644);
