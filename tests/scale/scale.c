@@ -192,46 +192,6 @@ static void big_region(int dev, uint64_t big_mib)
 	ratio("ALLOC per MiB, second big / 256 MiB", small, big2, 2);
 }
 
-static void many_regions(int dev, unsigned n)
-{
-	struct pinmem_region_info *info = calloc(n, sizeof(*info));
-	struct pinmem_holder h[4];
-	double t_alloc_small = 0, t_alloc_big, l_small = 0, l_big,
-	       h_small = 0, h_big, d_small = 0, d_big, t0;
-	int *fds = calloc(n, sizeof(*fds));
-	uint64_t first_id = 0;
-	unsigned i;
-
-	if (!info || !fds)
-		exit(1);
-	t0 = now();
-	for (i = 0; i < n; i++) {
-		if (i == SMALL) {
-			t_alloc_small = (now() - t0) / SMALL;
-			l_small = list_once(dev, info, n);
-			h_small = holders_once(fds[0], h, 4, 0);
-			d_small = donate_once(fds[0]);
-			t0 = now();
-		}
-		fds[i] = alloc(dev, 2 * MiB, i ? NULL : &first_id);
-	}
-	t_alloc_big = (now() - t0) / (n - SMALL);
-	l_big = list_once(dev, info, n);
-	h_big = holders_once(fds[0], h, 4, 0);
-	d_big = donate_once(fds[n - 1]);
-	printf("# %u regions of 2 MiB\n", n);
-	ratio("ALLOC, mean over the rest / first 100", t_alloc_small,
-	      t_alloc_big, 3);
-	ratio("LIST, all regions / 100 regions (linear)", l_small, l_big,
-	      3.0 * n / SMALL);
-	ratio("HOLDERS (region fd), n regions / 100", h_small, h_big, 3);
-	ratio("DONATE, n regions / 100", d_small, d_big, 3);
-	for (i = 0; i < n; i++)
-		close(fds[i]);
-	free(fds);
-	free(info);
-}
-
 #define RUNS 5
 
 static int cmp_double(const void *a, const void *b)
@@ -245,6 +205,60 @@ static double median(double *v, int n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
 	return v[n / 2];
+}
+
+/*
+ * LIST (cap records), HOLDERS of region hfd, DONATE of region dfd: the
+ * medians of RUNS calls each into out[0..2] (a first call is cold).
+ */
+static void queries(int dev, struct pinmem_region_info *info, unsigned cap,
+		    int hfd, int dfd, double *out)
+{
+	double l[RUNS], hq[RUNS], d[RUNS];
+	struct pinmem_holder h[4];
+	int r;
+
+	for (r = 0; r < RUNS; r++) {
+		l[r] = list_once(dev, info, cap);
+		hq[r] = holders_once(hfd, h, 4, 0);
+		d[r] = donate_once(dfd);
+	}
+	out[0] = median(l, RUNS);
+	out[1] = median(hq, RUNS);
+	out[2] = median(d, RUNS);
+}
+
+static void many_regions(int dev, unsigned n)
+{
+	struct pinmem_region_info *info = calloc(n, sizeof(*info));
+	double t_alloc_small = 0, t_alloc_big, small[3] = { 0 }, big[3], t0;
+	int *fds = calloc(n, sizeof(*fds));
+	unsigned i;
+
+	if (!info || !fds)
+		exit(1);
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		if (i == SMALL) {
+			t_alloc_small = (now() - t0) / SMALL;
+			queries(dev, info, n, fds[0], fds[SMALL - 1], small);
+			t0 = now();
+		}
+		fds[i] = alloc(dev, 2 * MiB, NULL);
+	}
+	t_alloc_big = (now() - t0) / (n - SMALL);
+	queries(dev, info, n, fds[0], fds[n - 1], big);
+	printf("# %u regions of 2 MiB, queries medians of %d\n", n, RUNS);
+	ratio("ALLOC, mean over the rest / first 100", t_alloc_small,
+	      t_alloc_big, 3);
+	ratio("LIST, all regions / 100 regions (linear)", small[0], big[0],
+	      3.0 * n / SMALL);
+	ratio("HOLDERS (region fd), n regions / 100", small[1], big[1], 3);
+	ratio("DONATE, n regions / 100", small[2], big[2], 3);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	free(info);
 }
 
 /* Seconds per mapping of maps[from..to), each a page of vfd, touched. */
