@@ -329,6 +329,20 @@ static void unmap_views(void **maps, unsigned n)
 }
 
 /*
+ * DONATE after count mappings unmapped and a pause: whether what the
+ * unmapping left to do later (RCU callbacks freeing what the VMAs held)
+ * is in the DONATE time right after it.
+ */
+static double donate_after_pause(int rfd, int vfd, void **maps,
+				 unsigned count)
+{
+	map_views(vfd, maps, 0, count);
+	unmap_views(maps, count);
+	usleep(200 * 1000);
+	return donate_once(rfd);
+}
+
+/*
  * Mappings of one view, each of one page. DONATE is compared like for
  * like: after SMALL mappings, all unmapped, and after n, all unmapped
  * (the same chunk marked for the reference check either way), medians of
@@ -339,7 +353,7 @@ static void many_mappings(int dev, unsigned n)
 	struct pinmem_view v = { .length = 2 * MiB };
 	struct pinmem_holder *h = calloc(n + 1, sizeof(*h));
 	double m_first[RUNS], m_small[RUNS], m_big[RUNS], d_small[RUNS],
-	       d_big[RUNS], h_small = 0, h_big = 0;
+	       d_big[RUNS], p_small[3], p_big[3], h_small = 0, h_big = 0;
 	void **maps = calloc(n, sizeof(*maps));
 	int rfd = alloc(dev, 2 * MiB, NULL);
 	long pte[3];
@@ -370,6 +384,10 @@ static void many_mappings(int dev, unsigned n)
 		unmap_views(maps, n);
 		d_big[r] = donate_once(rfd);
 	}
+	for (r = 0; r < 3; r++) {
+		p_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL);
+		p_big[r] = donate_after_pause(rfd, v.fd, maps, n);
+	}
 	printf("# %u view mappings of one region, medians of %d runs\n", n, RUNS);
 	ratio("view mmap, last 100 / first 100 (not alike)",
 	      median(m_first, RUNS), median(m_big, RUNS), 0);
@@ -379,6 +397,8 @@ static void many_mappings(int dev, unsigned n)
 	      3.0 * n / SMALL);
 	ratio("DONATE after n mappings / after 100 (flat)",
 	      median(d_small, RUNS), median(d_big, RUNS), 3);
+	ratio("the same, DONATE 200 ms after the unmaps", median(p_small, 3),
+	      median(p_big, 3), 0);
 	close(v.fd);
 	close(rfd);
 	free(maps);
