@@ -209,7 +209,9 @@ static double median(double *v, int n)
 
 /*
  * LIST (cap records), HOLDERS of region hfd, DONATE of region dfd: the
- * medians of RUNS calls each into out[0..2] (a first call is cold).
+ * medians of RUNS calls each into out[0..2], each query's calls in a row
+ * (a first call is cold, and a LIST of 10,000 records just before would
+ * leave the caches and TLB cold for the next query).
  */
 static void queries(int dev, struct pinmem_region_info *info, unsigned cap,
 		    int hfd, int dfd, double *out)
@@ -218,11 +220,12 @@ static void queries(int dev, struct pinmem_region_info *info, unsigned cap,
 	struct pinmem_holder h[4];
 	int r;
 
-	for (r = 0; r < RUNS; r++) {
+	for (r = 0; r < RUNS; r++)
 		l[r] = list_once(dev, info, cap);
+	for (r = 0; r < RUNS; r++)
 		hq[r] = holders_once(hfd, h, 4, 0);
+	for (r = 0; r < RUNS; r++)
 		d[r] = donate_once(dfd);
-	}
 	out[0] = median(l, RUNS);
 	out[1] = median(hq, RUNS);
 	out[2] = median(d, RUNS);
