@@ -332,16 +332,24 @@ static void unmap_views(void **maps, unsigned n)
 }
 
 /*
- * DONATE after count mappings unmapped and a pause: whether what the
- * unmapping left to do later (RCU callbacks freeing what the VMAs held)
- * is in the DONATE time right after it.
+ * DONATE after count mappings unmapped and a pause of 200 ms: whether
+ * what the unmapping left to do later (the freeing the mm defers to RCU)
+ * is in the DONATE time right after it. spin: the pause is a busy loop
+ * (the CPU stays busy, as right after the unmaps), else a sleep.
  */
 static double donate_after_pause(int rfd, int vfd, void **maps,
-				 unsigned count)
+				 unsigned count, int spin)
 {
+	double until;
+
 	map_views(vfd, maps, 0, count);
 	unmap_views(maps, count);
-	usleep(200 * 1000);
+	until = now() + 0.2;
+	if (spin)
+		while (now() < until)
+			;
+	else
+		usleep(200 * 1000);
 	return donate_once(rfd);
 }
 
@@ -356,7 +364,8 @@ static void many_mappings(int dev, unsigned n)
 	struct pinmem_view v = { .length = 2 * MiB };
 	struct pinmem_holder *h = calloc(n + 1, sizeof(*h));
 	double m_first[RUNS], m_small[RUNS], m_big[RUNS], d_small[RUNS],
-	       d_big[RUNS], p_small[3], p_big[3], h_small = 0, h_big = 0;
+	       d_big[RUNS], h_small = 0, h_big = 0;
+	double p_small[3], p_big[3], s_small[3], s_big[3];
 	void **maps = calloc(n, sizeof(*maps));
 	int rfd = alloc(dev, 2 * MiB, NULL);
 	long pte[3];
@@ -388,8 +397,10 @@ static void many_mappings(int dev, unsigned n)
 		d_big[r] = donate_once(rfd);
 	}
 	for (r = 0; r < 3; r++) {
-		p_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL);
-		p_big[r] = donate_after_pause(rfd, v.fd, maps, n);
+		p_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL, 0);
+		p_big[r] = donate_after_pause(rfd, v.fd, maps, n, 0);
+		s_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL, 1);
+		s_big[r] = donate_after_pause(rfd, v.fd, maps, n, 1);
 	}
 	printf("# %u view mappings of one region, medians of %d runs\n", n, RUNS);
 	ratio("view mmap, last 100 / first 100 (not alike)",
@@ -400,8 +411,10 @@ static void many_mappings(int dev, unsigned n)
 	      3.0 * n / SMALL);
 	ratio("DONATE after n mappings / after 100 (flat)",
 	      median(d_small, RUNS), median(d_big, RUNS), 3);
-	ratio("the same, DONATE 200 ms after the unmaps", median(p_small, 3),
+	ratio("the same, DONATE 200 ms (asleep) after", median(p_small, 3),
 	      median(p_big, 3), 0);
+	ratio("the same, DONATE 200 ms (spinning) after", median(s_small, 3),
+	      median(s_big, 3), 0);
 	close(v.fd);
 	close(rfd);
 	free(maps);
