@@ -7,6 +7,8 @@
  *                        depth and request size (plain, and with registered
  *                        buffers as libpin uses them), buffered pread into pinned
  *                        memory, and mmap + memcpy into pinned memory
+ *   pinbench alloc-rate  the kernel's ALLOC on all CPUs against one
+ *                        (pinbench_alloc_rate.h)
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
  *                        O_DIRECT writes + fsync of the same size (plain and
  *                        with registered buffers)
@@ -797,6 +799,7 @@ static int bench_save(struct cfg *c, const char *out)
 }
 
 #include "pinbench_donate.h"
+#include "pinbench_alloc_rate.h"
 
 static void usage(void)
 {
@@ -804,13 +807,15 @@ static void usage(void)
 		"usage: pinbench load FILE [options]\n"
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
+		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
+		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
 		"  --runs N            alternated runs per method (default 5)\n"
 		"  --queue-depth N     (default %u)\n"
 		"  --request-size N    bytes, K/M/G suffix (default %u)\n"
 		"  --backend LIST      device, portable, or device,portable to compare\n"
 		"                      (load; save uses the first)\n"
-		"  --size N            save: bytes to write; donate: the largest region\n"
-		"                      (K/M/G suffix, default 1G)\n"
+		"  --size N            save: bytes to write; donate: the largest region;\n"
+		"                      alloc-rate: the region (K/M/G suffix, default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n"
 		"  --hugetlb-pool      load: run inside a hugetlb pool big enough for the\n"
@@ -920,6 +925,8 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 == argc && !strcmp(argv[optind], "donate"))
 		return bench_donate(&c, c.save_size);
+	if (optind + 1 == argc && !strcmp(argv[optind], "alloc-rate"))
+		return bench_alloc_rate(&c, c.save_size);
 	if (drop_caches())
 		c.cold = 0;
 	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc)

@@ -5,7 +5,7 @@
  * ratio to the same operation in the small case, measured in the same
  * run (TCG times mean nothing on their own).
  *
- *   scale BIG_MIB NR_REGIONS NR_MAPPINGS
+ *   scale BIG_MIB NR_REGIONS NR_MAPPINGS   (BIG_MIB 0: no big region)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -92,41 +92,150 @@ static double donate_once(int rfd)
 	return dt;
 }
 
+/* limit 0: reported, not judged. */
 static void ratio(const char *what, double small, double big, double limit)
 {
 	double r = big / small;
 
-	printf("# %-44s small %.6f s, large %.6f s: %.2fx%s\n", what, small,
-	       big, r, r > limit ? "  (over the bound)" : "");
-	if (r > limit)
+	printf("# %-44s small %.6f s, large %.6f s: %.2fx", what, small, big,
+	       r);
+	if (limit > 0)
+		printf(" (bound %gx)%s", limit,
+		       r > limit ? "  OVER THE BOUND" : "");
+	printf("\n");
+	if (limit > 0 && r > limit)
 		failed = 1;
 }
 
-static void big_region(int dev, uint64_t big_mib)
+/*
+ * Counters of /proc/vmstat that say the guest kernel worked for memory
+ * (compaction, reclaim): their growth over a step, printed if any.
+ */
+static const char *const pressure[] = { "compact_", "pgscan", "pgsteal",
+					"allocstall", "kswapd", "drop_" };
+
+struct vmstat {
+	char name[64][48];
+	unsigned long long v[64];
+	int n;
+};
+
+static void vmstat_read(struct vmstat *s)
 {
-	double t0, small, big;
+	FILE *f = fopen("/proc/vmstat", "re");
+	unsigned long long v;
+	char name[48];
+	size_t i;
+
+	s->n = 0;
+	if (!f)
+		return;
+	while (s->n < 64 && fscanf(f, "%47s %llu", name, &v) == 2)
+		for (i = 0; i < sizeof(pressure) / sizeof(*pressure); i++)
+			if (!strncmp(name, pressure[i], strlen(pressure[i]))) {
+				strcpy(s->name[s->n], name);
+				s->v[s->n++] = v;
+				break;
+			}
+	fclose(f);
+}
+
+static void vmstat_print(const char *what, const struct vmstat *a)
+{
+	struct vmstat b;
+	int i, any = 0;
+
+	vmstat_read(&b);
+	printf("# vmstat over %s:", what);
+	for (i = 0; i < a->n && i < b.n; i++)
+		if (b.v[i] != a->v[i]) {
+			printf(" %s +%llu", b.name[i], b.v[i] - a->v[i]);
+			any = 1;
+		}
+	printf("%s\n", any ? "" : " no compaction or reclaim");
+}
+
+/* Seconds per MiB of one ALLOC of mib MiB (the free is not timed). */
+static double alloc_per_mib(int dev, uint64_t mib, const char *what)
+{
+	struct vmstat vs;
+	double t;
 	int fd;
 
-	t0 = now();
-	close(alloc(dev, 256 * MiB, NULL));
-	small = (now() - t0) / 256;
-	t0 = now();
-	fd = alloc(dev, big_mib * MiB, NULL);
-	big = (now() - t0) / big_mib;
+	vmstat_read(&vs);
+	t = now();
+	fd = alloc(dev, mib * MiB, NULL);
+	t = (now() - t) / mib;
 	close(fd);
-	printf("# ALLOC of %llu MiB: %.0f MiB/s; of 256 MiB: %.0f MiB/s (TCG)\n",
-	       (unsigned long long)big_mib, 1 / big, 1 / small);
-	ratio("ALLOC time per MiB, big region / 256 MiB", small, big, 2);
+	printf("# ALLOC of %llu MiB, %s: %.0f MiB/s (TCG)\n",
+	       (unsigned long long)mib, what, 1 / t);
+	vmstat_print(what, &vs);
+	return t;
+}
+
+/*
+ * The guest's RAM is the host's anonymous memory, given to QEMU on the
+ * first write: the first ALLOC of most of it pays for the host's page
+ * faults as well, which a machine's own RAM does not. So the big region
+ * is allocated twice, and the bound is on the second, against 256 MiB
+ * allocated after the first (memory the host has already given).
+ */
+static void big_region(int dev, uint64_t big_mib)
+{
+	double small, big1, big2;
+
+	alloc_per_mib(dev, 256, "256 MiB, before any big one");
+	big1 = alloc_per_mib(dev, big_mib, "first (host first touch)");
+	small = alloc_per_mib(dev, 256, "256 MiB, the small case");
+	big2 = alloc_per_mib(dev, big_mib, "second (memory touched before)");
+	ratio("ALLOC per MiB, first big / 256 MiB", small, big1, 0);
+	ratio("ALLOC per MiB, second big / 256 MiB", small, big2, 2);
+}
+
+#define RUNS 5
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+/*
+ * LIST (cap records), HOLDERS of region hfd, DONATE of region dfd: the
+ * medians of RUNS calls each into out[0..2], each query's calls in a row
+ * (a first call is cold, and a LIST of 10,000 records just before would
+ * leave the caches and TLB cold for the next query).
+ */
+static void queries(int dev, struct pinmem_region_info *info, unsigned cap,
+		    int hfd, int dfd, double *out)
+{
+	double l[RUNS], hq[RUNS], d[RUNS];
+	struct pinmem_holder h[4];
+	int r;
+
+	for (r = 0; r < RUNS; r++)
+		l[r] = list_once(dev, info, cap);
+	for (r = 0; r < RUNS; r++)
+		hq[r] = holders_once(hfd, h, 4, 0);
+	for (r = 0; r < RUNS; r++)
+		d[r] = donate_once(dfd);
+	out[0] = median(l, RUNS);
+	out[1] = median(hq, RUNS);
+	out[2] = median(d, RUNS);
 }
 
 static void many_regions(int dev, unsigned n)
 {
 	struct pinmem_region_info *info = calloc(n, sizeof(*info));
-	struct pinmem_holder h[4];
-	double t_alloc_small = 0, t_alloc_big, l_small = 0, l_big,
-	       h_small = 0, h_big, d_small = 0, d_big, t0;
+	double t_alloc_small = 0, t_alloc_big, small[3] = { 0 }, big[3], t0;
 	int *fds = calloc(n, sizeof(*fds));
-	uint64_t first_id = 0;
 	unsigned i;
 
 	if (!info || !fds)
@@ -135,68 +244,177 @@ static void many_regions(int dev, unsigned n)
 	for (i = 0; i < n; i++) {
 		if (i == SMALL) {
 			t_alloc_small = (now() - t0) / SMALL;
-			l_small = list_once(dev, info, n);
-			h_small = holders_once(fds[0], h, 4, 0);
-			d_small = donate_once(fds[0]);
+			queries(dev, info, n, fds[0], fds[SMALL - 1], small);
 			t0 = now();
 		}
-		fds[i] = alloc(dev, 2 * MiB, i ? NULL : &first_id);
+		fds[i] = alloc(dev, 2 * MiB, NULL);
 	}
 	t_alloc_big = (now() - t0) / (n - SMALL);
-	l_big = list_once(dev, info, n);
-	h_big = holders_once(fds[0], h, 4, 0);
-	d_big = donate_once(fds[n - 1]);
-	printf("# %u regions of 2 MiB\n", n);
+	queries(dev, info, n, fds[0], fds[n - 1], big);
+	printf("# %u regions of 2 MiB, queries medians of %d\n", n, RUNS);
 	ratio("ALLOC, mean over the rest / first 100", t_alloc_small,
 	      t_alloc_big, 3);
-	ratio("LIST, all regions / 100 regions (linear)", l_small, l_big,
+	ratio("LIST, all regions / 100 regions (linear)", small[0], big[0],
 	      3.0 * n / SMALL);
-	ratio("HOLDERS (region fd), n regions / 100", h_small, h_big, 3);
-	ratio("DONATE, n regions / 100", d_small, d_big, 3);
+	ratio("HOLDERS (region fd), n regions / 100", small[1], big[1], 3);
+	ratio("DONATE, n regions / 100", small[2], big[2], 3);
 	for (i = 0; i < n; i++)
 		close(fds[i]);
 	free(fds);
 	free(info);
 }
 
-static void many_mappings(int dev, unsigned n)
+/* Seconds per mapping of maps[from..to), each a page of vfd, touched. */
+static double map_views(int vfd, void **maps, unsigned from, unsigned to)
 {
-	struct pinmem_view v = { .length = 2 * MiB };
-	struct pinmem_holder *h = calloc(n + 1, sizeof(*h));
-	double m_small = 0, m_big, h_small = 0, h_big, d_small, d_big, t0;
-	void **maps = calloc(n, sizeof(*maps));
-	int rfd = alloc(dev, 2 * MiB, NULL);
+	double t0 = now();
 	unsigned i;
 
-	if (!h || !maps || ioctl(rfd, PINMEM_IOC_VIEW, &v)) {
-		fprintf(stderr, "VIEW: %s\n", strerror(errno));
-		exit(1);
-	}
-	d_small = donate_once(rfd);
-	t0 = now();
-	for (i = 0; i < n; i++) {
-		if (i == SMALL) {
-			m_small = (now() - t0) / SMALL;
-			h_small = holders_once(rfd, h, n + 1, SMALL);
-			t0 = now();
-		}
-		maps[i] = mmap(NULL, 4096, PROT_READ, MAP_SHARED, v.fd, 0);
+	for (i = from; i < to; i++) {
+		maps[i] = mmap(NULL, 4096, PROT_READ, MAP_SHARED, vfd, 0);
 		if (maps[i] == MAP_FAILED) {
 			fprintf(stderr, "mmap %u: %s\n", i, strerror(errno));
 			exit(1);
 		}
 		*(volatile char *)maps[i];
 	}
-	m_big = (now() - t0) / (n - SMALL);
-	h_big = holders_once(rfd, h, n + 1, n);
-	for (i = 0; i < n; i++)
-		munmap(maps[i], 4096);
-	d_big = donate_once(rfd);
-	printf("# %u view mappings of one region\n", n);
-	ratio("view mmap, mean over the rest / first 100", m_small, m_big, 3);
+	return (now() - t0) / (to - from);
+}
+
+/*
+ * Maps maps[SMALL..n). *first and *last: the means over mappings
+ * SMALL+1..2 SMALL and the last SMALL, the windows compared: the same
+ * work, on fresh addresses and page tables, with few and with n - SMALL
+ * mappings in place. (The first SMALL are not a like case: they reuse the
+ * addresses and page tables of the SMALL mappings just unmapped.) With
+ * print, the means of the blocks between too.
+ */
+static void map_rest(int vfd, void **maps, unsigned n, int print,
+		     double *first, double *last)
+{
+	unsigned step = (n - 2 * SMALL) / 8 + 1, from, to;
+	double m;
+
+	*first = map_views(vfd, maps, SMALL, 2 * SMALL);
+	if (print)
+		printf("# view mmap, us per mapping, by count: %u-%u: %.1f",
+		       SMALL + 1, 2 * SMALL, *first * 1e6);
+	for (from = 2 * SMALL; from < n - SMALL; from = to) {
+		to = from + step < n - SMALL ? from + step : n - SMALL;
+		m = map_views(vfd, maps, from, to);
+		if (print)
+			printf(" %u-%u: %.1f", from + 1, to, m * 1e6);
+	}
+	*last = map_views(vfd, maps, n - SMALL, n);
+	if (print)
+		printf(" %u-%u: %.1f\n", n - SMALL + 1, n, *last * 1e6);
+}
+
+/* The page tables of this process, in KiB (VmPTE); -1 if unknown. */
+static long vm_pte_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPTE: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static void unmap_views(void **maps, unsigned n)
+{
+	while (n--)
+		munmap(maps[n], 4096);
+}
+
+/*
+ * DONATE after count mappings unmapped and a pause of 200 ms: whether
+ * what the unmapping left to do later (the freeing the mm defers to RCU)
+ * is in the DONATE time right after it. spin: the pause is a busy loop
+ * (the CPU stays busy, as right after the unmaps), else a sleep.
+ */
+static double donate_after_pause(int rfd, int vfd, void **maps,
+				 unsigned count, int spin)
+{
+	double until;
+
+	map_views(vfd, maps, 0, count);
+	unmap_views(maps, count);
+	until = now() + 0.2;
+	if (spin)
+		while (now() < until)
+			;
+	else
+		usleep(200 * 1000);
+	return donate_once(rfd);
+}
+
+/*
+ * Mappings of one view, each of one page. DONATE is compared like for
+ * like: after SMALL mappings, all unmapped, and after n, all unmapped
+ * (the same chunk marked for the reference check either way), medians of
+ * RUNS, so the ratio is that of the count alone.
+ */
+static void many_mappings(int dev, unsigned n)
+{
+	struct pinmem_view v = { .length = 2 * MiB };
+	struct pinmem_holder *h = calloc(n + 1, sizeof(*h));
+	double m_first[RUNS], m_small[RUNS], m_big[RUNS], d_small[RUNS],
+	       d_big[RUNS], h_small = 0, h_big = 0;
+	double p_small[3], p_big[3], s_small[3], s_big[3];
+	void **maps = calloc(n, sizeof(*maps));
+	int rfd = alloc(dev, 2 * MiB, NULL);
+	long pte[3];
+	int r;
+
+	if (!h || !maps || ioctl(rfd, PINMEM_IOC_VIEW, &v)) {
+		fprintf(stderr, "VIEW: %s\n", strerror(errno));
+		exit(1);
+	}
+	for (r = 0; r < RUNS; r++) {
+		map_views(v.fd, maps, 0, SMALL);
+		unmap_views(maps, SMALL);
+		d_small[r] = donate_once(rfd);
+	}
+	for (r = 0; r < RUNS; r++) {
+		pte[0] = vm_pte_kb();
+		m_first[r] = map_views(v.fd, maps, 0, SMALL);
+		pte[1] = vm_pte_kb();
+		if (!r)
+			h_small = holders_once(rfd, h, n + 1, SMALL);
+		map_rest(v.fd, maps, n, !r, &m_small[r], &m_big[r]);
+		pte[2] = vm_pte_kb();
+		if (!r) {
+			h_big = holders_once(rfd, h, n + 1, n);
+			printf("# page tables (VmPTE): %ld KiB, %ld after the first %d mappings, %ld after %u\n",
+			       pte[0], pte[1], SMALL, pte[2], n);
+		}
+		unmap_views(maps, n);
+		d_big[r] = donate_once(rfd);
+	}
+	for (r = 0; r < 3; r++) {
+		p_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL, 0);
+		p_big[r] = donate_after_pause(rfd, v.fd, maps, n, 0);
+		s_small[r] = donate_after_pause(rfd, v.fd, maps, SMALL, 1);
+		s_big[r] = donate_after_pause(rfd, v.fd, maps, n, 1);
+	}
+	printf("# %u view mappings of one region, medians of %d runs\n", n, RUNS);
+	ratio("view mmap, last 100 / first 100 (not alike)",
+	      median(m_first, RUNS), median(m_big, RUNS), 0);
+	ratio("view mmap, last 100 / mappings 101-200", median(m_small, RUNS),
+	      median(m_big, RUNS), 3);
 	ratio("HOLDERS, n mappings / 100 (linear)", h_small, h_big,
 	      3.0 * n / SMALL);
-	ratio("DONATE after n mappings / none", d_small, d_big, 10);
+	ratio("DONATE after n mappings / after 100 (flat)",
+	      median(d_small, RUNS), median(d_big, RUNS), 3);
+	ratio("the same, DONATE 200 ms (asleep) after", median(p_small, 3),
+	      median(p_big, 3), 0);
+	ratio("the same, DONATE 200 ms (spinning) after", median(s_small, 3),
+	      median(s_big, 3), 0);
 	close(v.fd);
 	close(rfd);
 	free(maps);
@@ -213,9 +431,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strtoul(argv[2], NULL, 0) <= SMALL ||
-	    strtoul(argv[3], NULL, 0) <= SMALL) {
-		fprintf(stderr, "scale: NR_REGIONS and NR_MAPPINGS must exceed %d\n",
-			SMALL);
+	    strtoul(argv[3], NULL, 0) < 3 * SMALL) {
+		fprintf(stderr, "scale: NR_REGIONS must exceed %d, NR_MAPPINGS be at least %d\n",
+			SMALL, 3 * SMALL);
 		return 2;
 	}
 	if (setrlimit(RLIMIT_NOFILE, &nofile))
@@ -225,7 +443,8 @@ int main(int argc, char **argv)
 		perror(PINMEM_DEVICE_PATH);
 		return 1;
 	}
-	big_region(dev, strtoull(argv[1], NULL, 0));
+	if (strtoull(argv[1], NULL, 0))
+		big_region(dev, strtoull(argv[1], NULL, 0));
 	many_regions(dev, (unsigned)strtoul(argv[2], NULL, 0));
 	many_mappings(dev, (unsigned)strtoul(argv[3], NULL, 0));
 	printf("%s - scale: every cost within its bound\n",
