@@ -15,6 +15,20 @@
 
 PM_FIXTURE(populate);
 
+/* Bytes of the region's chunks on every node together (NODES). */
+static uint64_t populated_bytes(int rfd)
+{
+	uint64_t bytes[64] = { 0 }, sum = 0;
+	struct pinmem_nodes q = { .bytes_ptr = (uintptr_t)bytes,
+				  .capacity = 64 };
+
+	if (ioctl(rfd, PINMEM_IOC_NODES, &q))
+		return UINT64_MAX;
+	for (uint32_t n = 0; n < q.count && n < 64; n++)
+		sum += bytes[n];
+	return sum;
+}
+
 static int alloc_lazy(int dev, uint64_t size, uint32_t flags)
 {
 	struct pinmem_alloc a = { .size = size,
@@ -82,7 +96,9 @@ TEST_F(populate, lazy_alloc_charges_but_allocates_nothing)
 	/* Charged whole: the module's total counts it at ALLOC. */
 	pm_dev_info(self->env.dev, &di);
 	EXPECT_EQ(self->env.base.total_bytes + size, di.total_bytes);
-	EXPECT_GT(64 * 1024, before - after)
+	EXPECT_EQ(0, populated_bytes(rfd));
+	/* The system's view, with room for whatever else runs meanwhile. */
+	EXPECT_GT((long long)(size / KiB / 2), before - after)
 		TH_LOG("MemFree fell by %lld KiB for a lazy region",
 		       before - after);
 
@@ -90,7 +106,9 @@ TEST_F(populate, lazy_alloc_charges_but_allocates_nothing)
 	pm_info(rfd, &ri);
 	EXPECT_EQ(size / CHUNK, ri.nr_chunks);
 	EXPECT_EQ(0, ri.flags & PINMEM_INFO_UNPOPULATED);
-	EXPECT_LT(200 * 1024, before - meminfo_kib("MemFree"));
+	/* Where the chunks are: real pages (MemFree could be refilled by
+	 * reclaim in a guest short of memory, the package test's). */
+	EXPECT_EQ(size, populated_bytes(rfd));
 	close(rfd);
 }
 
@@ -210,17 +228,11 @@ TEST_F(populate, fault_maps_the_rest_of_the_chunk)
 
 TEST_F(populate, nodes_count_populated_chunks)
 {
-	uint64_t bytes[64] = { 0 }, sum = 0;
-	struct pinmem_nodes q = { .bytes_ptr = (uintptr_t)bytes,
-				  .capacity = 64 };
 	int rfd = alloc_lazy(self->env.dev, 8 * CHUNK, 0);
 
 	ASSERT_LE(0, rfd);
 	ASSERT_OK(populate(rfd, 5 * CHUNK, CHUNK + PG));
-	ASSERT_OK(ioctl(rfd, PINMEM_IOC_NODES, &q));
-	for (uint32_t n = 0; n < q.count && n < 64; n++)
-		sum += bytes[n];
-	EXPECT_EQ(2 * CHUNK, sum);
+	EXPECT_EQ(2 * CHUNK, populated_bytes(rfd));
 	close(rfd);
 }
 
@@ -238,10 +250,14 @@ static void *populate_thread(void *arg)
 	return NULL;
 }
 
-/* Two POPULATEs of one range: each chunk allocated once. */
+/*
+ * Two POPULATEs of one range: each chunk allocated once. A chunk
+ * allocated twice would be lost (one entry holds one): MemFree would not
+ * come back by that much after the close.
+ */
 TEST_F(populate, concurrent_populates_allocate_each_chunk_once)
 {
-	const uint64_t size = 128 * MiB;
+	const uint64_t size = 256 * MiB;
 	struct populate_arg a[2];
 	struct pinmem_region_info ri;
 	pthread_t t[2];
@@ -259,12 +275,13 @@ TEST_F(populate, concurrent_populates_allocate_each_chunk_once)
 	}
 	pm_info(rfd, &ri);
 	EXPECT_EQ(size / CHUNK, ri.nr_chunks);
+	EXPECT_EQ(size, populated_bytes(rfd));
 	used = before - meminfo_kib("MemFree");
-	EXPECT_GT((long long)(size / KiB) + 32 * 1024, used)
+	EXPECT_GT((long long)(size / KiB * 3 / 2), used)
 		TH_LOG("MemFree fell by %lld KiB for %llu MiB", used,
 		       (unsigned long long)(size / MiB));
 	close(rfd);
-	EXPECT_GT(32 * 1024, before - meminfo_kib("MemFree"))
+	EXPECT_GT((long long)(size / KiB / 2), before - meminfo_kib("MemFree"))
 		TH_LOG("not all of it came back after close");
 }
 
