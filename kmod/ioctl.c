@@ -183,44 +183,22 @@ static int pinmem_holders(struct pinmem_region *region,
 	return copy_to_user(arg, q, sizeof(*q)) ? -EFAULT : 0;
 }
 
-static int pinmem_holders_args(struct pinmem_holders *q, void __user *arg)
-{
-	if (copy_from_user(q, arg, sizeof(*q)))
-		return -EFAULT;
-	if (q->reserved)
-		return -EINVAL;
-	return 0;
-}
-
-static int pinmem_ioc_holders_by_id(void __user *arg)
-{
-	struct pinmem_region *region;
-	struct pinmem_holders q;
-	int ret;
-
-	ret = pinmem_holders_args(&q, arg);
-	if (ret)
-		return ret;
-	region = pinmem_region_get_visible(q.region_id);
-	if (!region)
-		return -ENOENT;
-	ret = pinmem_holders(region, &q, arg);
-	pinmem_region_put(region);
-	return ret;
-}
-
-/* HOLDERS on a region or view fd: region_id must be 0. */
+/* HOLDERS on the device fd (region NULL: by id) or a region or view fd. */
 static int pinmem_ioc_holders(struct pinmem_region *region, void __user *arg)
 {
 	struct pinmem_holders q;
 	int ret;
 
-	ret = pinmem_holders_args(&q, arg);
-	if (ret)
-		return ret;
-	if (q.region_id)
+	if (copy_from_user(&q, arg, sizeof(q)))
+		return -EFAULT;
+	if (q.reserved)
 		return -EINVAL;
-	return pinmem_holders(region, &q, arg);
+	region = pinmem_region_get_queried(region, q.region_id);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
+	ret = pinmem_holders(region, &q, arg);
+	pinmem_region_put(region);
+	return ret;
 }
 
 /* REFS for a region already found; q has been validated. */
@@ -256,13 +234,11 @@ static int pinmem_ioc_refs(struct pinmem_region *region, void __user *arg)
 
 	if (copy_from_user(&q, arg, sizeof(q)))
 		return -EFAULT;
-	if (q.reserved || (region && q.region_id))
+	if (q.reserved)
 		return -EINVAL;
-	if (region)
-		return pinmem_refs(region, &q, arg);
-	region = pinmem_region_get_visible(q.region_id);
-	if (!region)
-		return -ENOENT;
+	region = pinmem_region_get_queried(region, q.region_id);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
 	ret = pinmem_refs(region, &q, arg);
 	pinmem_region_put(region);
 	return ret;
@@ -369,7 +345,7 @@ long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case PINMEM_IOC_LIST:
 		return pinmem_ioc_list(uarg);
 	case PINMEM_IOC_HOLDERS:
-		return pinmem_ioc_holders_by_id(uarg);
+		return pinmem_ioc_holders(NULL, uarg);
 	case PINMEM_IOC_REFS:
 		return pinmem_ioc_refs(NULL, uarg);
 	case PINMEM_IOC_NODES:

@@ -3,6 +3,7 @@
  * pinmem: NUMA placement. The node an ALLOC asks for, and NODES, the
  * bytes of a region on each node.
  */
+#include <linux/err.h>
 #include <linux/gfp.h>
 #include <linux/nodemask.h>
 #include <linux/nospec.h>
@@ -90,13 +91,11 @@ int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg)
 
 	if (copy_from_user(&q, arg, sizeof(q)))
 		return -EFAULT;
-	if (q.reserved || (region && q.region_id))
+	if (q.reserved)
 		return -EINVAL;
-	if (region)
-		return pinmem_nodes(region, &q, arg);
-	region = pinmem_region_get_visible(q.region_id);
-	if (!region)
-		return -ENOENT;
+	region = pinmem_region_get_queried(region, q.region_id);
+	if (IS_ERR(region))
+		return PTR_ERR(region);
 	ret = pinmem_nodes(region, &q, arg);
 	pinmem_region_put(region);
 	return ret;

@@ -115,7 +115,8 @@ int pinmem_region_create(u64 size, u32 flags,
 			 const struct pinmem_place *place,
 			 struct pinmem_region **out);
 void pinmem_region_put(struct pinmem_region *region);
-struct pinmem_region *pinmem_region_get_visible(u64 id);
+struct pinmem_region *pinmem_region_get_queried(struct pinmem_region *fd_region,
+						u64 id);
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
 gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback);
 bool pinmem_beyond_available(unsigned long nr_pages);

@@ -7,6 +7,7 @@
 #include <linux/anon_inodes.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/err.h>
 #include <linux/file.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
@@ -371,11 +372,11 @@ static bool pinmem_region_visible(struct pinmem_region *region)
 }
 
 /*
- * A reference to the region with this id, for the device fd's queries by
- * id (HOLDERS, REFS, NODES); NULL when there is none or the caller may not
- * see it: both are ENOENT, so that ids of others' regions reveal nothing.
+ * A reference to the region with this id; NULL when there is none or the
+ * caller may not see it: both are ENOENT, so that ids of others' regions
+ * reveal nothing.
  */
-struct pinmem_region *pinmem_region_get_visible(u64 id)
+static struct pinmem_region *pinmem_region_get_visible(u64 id)
 {
 	struct pinmem_region *region, *found = NULL;
 
@@ -393,6 +394,26 @@ struct pinmem_region *pinmem_region_get_visible(u64 id)
 		found = NULL;
 	}
 	return found;
+}
+
+/*
+ * The region a query (HOLDERS, REFS, NODES) is about, with a reference:
+ * on a region or view fd its own (the id must be 0: EINVAL), on the
+ * device fd (fd_region NULL) the one with this id the caller may see.
+ */
+struct pinmem_region *pinmem_region_get_queried(struct pinmem_region *fd_region,
+						u64 id)
+{
+	struct pinmem_region *region;
+
+	if (fd_region) {
+		if (id)
+			return ERR_PTR(-EINVAL);
+		kref_get(&fd_region->kref);
+		return fd_region;
+	}
+	region = pinmem_region_get_visible(id);
+	return region ? region : ERR_PTR(-ENOENT);
 }
 
 static void pinmem_region_fill_locked(struct pinmem_region *region,
