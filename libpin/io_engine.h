@@ -49,10 +49,6 @@ struct engine {
 #define RETRIED	2
 #define GAVE_UP	3
 
-/* Append a reason to st->fallback_reason ("; " between reasons). */
-void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
 /*
  * Open path for reading (wflags 0) or with wflags, O_DIRECT unless asked
  * not to or refused (then buffered, with the reason recorded).

@@ -94,6 +94,10 @@ int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
 		       const struct pin_io_opts *o, struct pin_io_stats *st,
 		       struct pin__pace *pace);
 
+/* Append a reason to st->fallback_reason ("; " between reasons). */
+void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* The largest fixed buffer a read may register (issue #15's rule). */
 uint64_t pin__io_fixed_span_max(void);
 

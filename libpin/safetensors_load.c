@@ -116,10 +116,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
 					 PIN_ALLOC_FALLBACK, &r);
 		if (!ret)
-			snprintf(st.fallback_reason + strlen(st.fallback_reason),
-				 sizeof(st.fallback_reason) - strlen(st.fallback_reason),
-				 "%sregion below 2 MiB chunks",
-				 st.fallback_reason[0] ? "; " : "");
+			pin__io_note_fallback(&st, "region below 2 MiB chunks");
 	}
 	if (ret) {
 		pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
@@ -153,10 +150,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 				     pin_dev_error(dev));
 			goto out;
 		}
-		snprintf(st.fallback_reason + strlen(st.fallback_reason),
-			 sizeof(st.fallback_reason) - strlen(st.fallback_reason),
-			 "%sno 2 MiB pages left while loading: region allocated whole",
-			 st.fallback_reason[0] ? "; " : "");
+		pin__io_note_fallback(&st, "no 2 MiB pages left while loading: region allocated whole");
 		ret = pin__fill_from_file(r, &f, astart, span,
 					  sf->data_start + sf->data_len, &po,
 					  &st, &rep);
