@@ -13,65 +13,39 @@ by that owner's finalizer (weakref.finalize), or earlier by close().
                 NumPy keeps it alive exactly as long as that array or any
                 array derived from it, and its finalizer unmaps when the
                 last of them is collected. Nothing else refers to it.
+
+Where: Device, Region and open() here; the exceptions in _errors.py, the
+records (Holder, RefRange, RegionInfo, DeviceInfo) in _records.py, the
+mappings and PinnedArray in _arrays.py. This module re-exports all of
+them, so that pinmem.core.NAME is what it always was.
 """
 import ctypes
 import errno as _errno
 import math
 import os
-import sys
 import threading
 import warnings
 import weakref
-from collections import namedtuple
 
 import numpy as np
 
 from . import _lib
 from ._lib import lib
+# The parts, re-exported (the package, torch.py, dlpack.py, safetensors/
+# and the tests use core's private names too).
+from ._errors import (BusyError, PinError, PortableBackendWarning,  # noqa: F401
+                      ViewInUseError, _check)
+from ._records import (DeviceInfo, Holder, RefRange, RegionInfo,  # noqa: F401
+                       _holder, _prot_str, _ref_range, _region_info,
+                       _state_name)
+from ._arrays import (PinnedArray, _OwnerMapping, _Probe,  # noqa: F401
+                      _ViewMapping, _BASE_EXIT, _BASE_EXIT_EXC,
+                      _BASE_RELEASE, _calibrate, _end, _end_view,
+                      _mapping_of, _outside_refs, _over, _page, _shape_tuple)
 
 __all__ = ["PinError", "BusyError", "ViewInUseError", "Device", "Region",
            "PinnedArray", "Holder", "RefRange", "RegionInfo", "DeviceInfo",
            "open"]
-
-
-# ---- Errors ---------------------------------------------------------------
-
-class PinError(OSError):
-    """A libpin failure: .errno (an errno value) and .strerror (libpin's
-    description of the failure, in words)."""
-
-    def __init__(self, err, text, holders=None, refs=None):
-        super().__init__(err, text)
-        self.holders = holders or []
-        self.refs = refs or []
-
-    def __str__(self):
-        return "[Errno %d %s] %s" % (self.errno,
-                                     _errno.errorcode.get(self.errno, "?"),
-                                     self.strerror)
-
-
-class BusyError(PinError):
-    """EBUSY from seal or donate (or a view mapping while donated). .holders
-    lists the mappings that held the region when it was refused (device
-    backend), and the text names them: pid, command, address range. .refs
-    lists the byte ranges still referenced outside any mapping (RefRange:
-    a pipe holding a view's pages, O_DIRECT in flight, a registration made
-    through a view), which the text names too; the kernel cannot say who
-    holds those."""
-
-
-class PortableBackendWarning(UserWarning):
-    """pinmem.open() fell back to the portable backend because /dev/pinmem
-    is absent: nothing arbitrates donation. Silence it with
-    warnings.simplefilter("ignore", pinmem.PortableBackendWarning), or ask
-    for open("portable") explicitly."""
-
-
-class ViewInUseError(RuntimeError):
-    """A view could not be ended because something besides the array that
-    was ended still refers to its memory. The mapping stays valid; it is
-    unmapped when the last of those references is gone."""
 
 
 def pci_numa_node(bus_id):
@@ -82,101 +56,6 @@ def pci_numa_node(bus_id):
         raise PinError(-ret, "NUMA node of PCI device %s: %s" %
                        (bus_id, os.strerror(-ret)))
     return ret
-
-
-def _check(ret, handle_error, what, holders_of=None, refs_of=None):
-    if ret >= 0:
-        return ret
-    err = -ret
-    text = _lib.text(handle_error()) or os.strerror(err)
-    if what and not text.startswith(what):
-        text = "%s: %s" % (what, text)
-    if err == _errno.EBUSY:
-        holders = holders_of() if holders_of else []
-        refs = refs_of() if refs_of else []
-        raise BusyError(err, text, holders, refs)
-    raise PinError(err, text)
-
-
-# ---- Records --------------------------------------------------------------
-
-def _prot_str(prot):
-    return ("r" if prot & _lib.PROT_READ else "-") + \
-           ("w" if prot & _lib.PROT_WRITE else "-") + \
-           ("x" if prot & _lib.PROT_EXEC else "-")
-
-
-class Holder(namedtuple("Holder", "pid comm kind start end offset prot "
-                                  "writable text")):
-    """One mapping of a region: who (pid, comm), what (kind 'owner' or
-    'view'), where (start, end in that process, None when the kernel
-    withholds them: another user's process; offset into the region),
-    prot ('r--', 'rw-'), writable (counts as a writable mapping), and
-    libpin's one-line text."""
-    __slots__ = ()
-
-    def __str__(self):
-        return self.text
-
-
-def _holder(h):
-    buf = ctypes.create_string_buffer(256)
-    n = lib.pin_holder_format(ctypes.byref(h), buf, len(buf))
-    kind = {_lib.PIN_HOLDER_OWNER: "owner",
-            _lib.PIN_HOLDER_VIEW: "view"}.get(h.kind, "mapping")
-    text = _lib.text(buf.value) if n >= 0 or n == -_errno.ENOSPC else ""
-    return Holder(pid=h.pid, comm=_lib.text(h.comm), kind=kind,
-                  start=h.start or None,
-                  end=h.start + h.length if h.start else None,
-                  offset=h.offset,
-                  prot=_prot_str(h.prot), writable=bool(h.maywrite),
-                  text=text)
-
-
-class RefRange(namedtuple("RefRange", "offset length refs pinned expected "
-                                      "text")):
-    """Bytes [offset, offset + length) of a region referenced outside any
-    mapping: refs references, pinned of them DMA pins (FOLL_PIN), expected
-    the owner's share; text is libpin's one line about them."""
-    __slots__ = ()
-
-    def __str__(self):
-        return self.text
-
-
-def _ref_range(r):
-    buf = ctypes.create_string_buffer(320)
-    n = lib.pin_ref_format(ctypes.byref(r), buf, len(buf))
-    text = _lib.text(buf.value) if n >= 0 or n == -_errno.ENOSPC else ""
-    return RefRange(offset=r.offset, length=r.length, refs=r.refs,
-                    pinned=r.pinned, expected=r.expected, text=text)
-
-
-RegionInfo = namedtuple("RegionInfo", [
-    "id", "size", "state", "donate_pending", "chunk_order", "min_order",
-    "nr_chunks", "nr_fallback_chunks", "owner_mappings", "view_mappings",
-    "writable_view_mappings", "view_fds", "owner_uid", "owner_pid"])
-RegionInfo.__doc__ = """A region's state ('open', 'sealed', 'donated') and
-the kernel's counts. On the portable backend only this handle's owner
-mapping is counted (view_mappings is 0)."""
-
-DeviceInfo = namedtuple("DeviceInfo", [
-    "backend", "abi_version", "abi_min_compat", "chunk_size",
-    "max_total_bytes", "max_region_bytes", "total_bytes", "nr_regions",
-    "nr_mappings", "nr_view_fds"])
-
-
-def _state_name(state):
-    return _lib.text(lib.pin_state_name(state)) or str(state)
-
-
-def _region_info(rptr, rerr):
-    i = _lib.PinRegionInfo()
-    _check(lib.pin_region_info(rptr, ctypes.byref(i)), rerr, "info")
-    d = {f: getattr(i, f) for f, _ in _lib.PinRegionInfo._fields_}
-    d["state"] = _state_name(i.state)
-    d["donate_pending"] = bool(i.donate_pending)
-    return RegionInfo(**d)
 
 
 # ---- Device ---------------------------------------------------------------
@@ -304,99 +183,6 @@ def open(backend="auto"):  # noqa: A001 - the API's name
     saying how to fix it; $PIN_BACKEND overrides), 'device' or 'portable'.
     Device.backend names the backend, Device.backend_why says why."""
     return Device(backend)
-
-
-# ---- Mappings -------------------------------------------------------------
-
-def _end_view(view, addr):
-    """Finalizer of a _ViewMapping: unmap, then close the view fd."""
-    ret = lib.pin_view_unmap(view, addr)
-    if ret < 0:
-        sys.stderr.write("pinmem: unmapping a view at 0x%x failed: %s\n" %
-                         (addr, _lib.text(lib.pin_view_error(view))))
-    lib.pin_view_close(view)
-
-
-class _ViewMapping:
-    """One view mapping, and the view fd it was made from. Exposes its bytes
-    to NumPy through __array_interface__; unmapped by its finalizer."""
-
-    __slots__ = ("addr", "length", "offset", "writable", "region_id",
-                 "arrays", "_fin", "__weakref__")
-
-    def __init__(self, rptr, region_id, offset, length, writable,
-                 rerr, holders_of):
-        v = ctypes.c_void_p()
-        flags = _lib.PIN_VIEW_WRITE if writable else 0
-        _check(lib.pin_view_create(rptr, offset, length, flags,
-                                   ctypes.byref(v)), rerr, "view", holders_of)
-        addr = ctypes.c_void_p()
-        prot = _lib.PROT_READ | (_lib.PROT_WRITE if writable else 0)
-        ret = lib.pin_view_map(v.value, prot, ctypes.byref(addr))
-        if ret < 0:
-            text = lib.pin_view_error(v.value)
-            try:
-                _check(ret, lambda: text, "view map", holders_of)
-            finally:
-                lib.pin_view_close(v.value)
-        self.addr = addr.value
-        self.length = length
-        self.offset = offset
-        self.writable = writable
-        self.region_id = region_id
-        # Every PinnedArray over these bytes (PinnedArray.__array_finalize__).
-        self.arrays = weakref.WeakValueDictionary()   # id -> array
-        self._fin = weakref.finalize(self, _end_view, v.value, addr.value)
-        # weakref.finalize would otherwise unmap at interpreter exit while
-        # arrays over the mapping still live (a later atexit hook or a
-        # daemon thread reading one segfaults); exit unmaps it anyway.
-        self._fin.atexit = False
-
-    @property
-    def mapped(self):
-        return self._fin.alive
-
-    @property
-    def __array_interface__(self):
-        return {"version": 3, "shape": (self.length,), "typestr": "|u1",
-                "data": (self.addr, not self.writable)}
-
-
-class _OwnerMapping:
-    """The region's owner mapping as seen by NumPy; keeps the region handle
-    (and so the mapping) alive while arrays over it exist."""
-
-    __slots__ = ("_h", "addr", "length", "readonly", "__weakref__")
-
-    def __init__(self, handle, addr, length, readonly):
-        self._h = handle
-        self.addr = addr
-        self.length = length
-        self.readonly = readonly
-
-    @property
-    def __array_interface__(self):
-        return {"version": 3, "shape": (self.length,), "typestr": "|u1",
-                "data": (self.addr, self.readonly)}
-
-
-def _page():
-    return os.sysconf("SC_PAGE_SIZE")
-
-
-def _shape_tuple(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-def _over(base, dtype, shape, skip, cls):
-    """An array of dtype and shape starting skip bytes into base's bytes."""
-    dtype = np.dtype(dtype)
-    shape = _shape_tuple(shape)
-    raw = np.asarray(base)
-    return np.ndarray.__new__(cls, shape, dtype=dtype, buffer=raw,
-                              offset=skip)
 
 
 # ---- Regions --------------------------------------------------------------
@@ -632,172 +418,3 @@ class Region:
     def fd(self):
         """The region fd (owned by this handle), e.g. to pass on."""
         return lib.pin_region_fd(self._ptr())
-
-
-# ---- Arrays over view mappings ---------------------------------------------
-
-def _mapping_of(a):
-    """The _ViewMapping at the end of a's base chain, or None."""
-    x = a
-    while isinstance(x, np.ndarray):
-        x = x.base
-    return x if isinstance(x, _ViewMapping) else None
-
-
-def _outside_refs(a, baseline):
-    """References to a beyond the one name it is held by and the
-    interpreter's own (baseline, measured at import by _calibrate)."""
-    return sys.getrefcount(a) - baseline
-
-
-def _end(a, baseline, quiet):
-    """End array a's view mapping: empty a in place (the name it is held
-    by now sees a 0-element array) and unmap. Refuses with ViewInUseError,
-    keeping everything valid, while anything besides that one name refers
-    to a (another name, a derived array, a memoryview, a container)."""
-    if a.base is None or _mapping_of(a) is None:
-        raise TypeError("pinmem: this array is not a view over a pinned "
-                        "region (it owns its memory)")
-    m = _mapping_of(a)
-    others = _outside_refs(a, baseline)
-    if others > 0:
-        if quiet:
-            return False
-        raise ViewInUseError(
-            "pinmem: view of region %d (0x%x-0x%x) is still referenced at "
-            "its end by %d object(s) besides the name it is held by (another "
-            "name, a derived array or slice, a memoryview, a container); "
-            "it stays mapped until they are gone" %
-            (m.region_id, m.addr, m.addr + m.length, others))
-    # A derived PinnedArray (a slice, a reshape) holds a itself, not the
-    # mapping: emptying a would leave it pointing into an unmapped range.
-    # The count above misses it when a is held by no name (del'd inside
-    # the with block) or the call was not the calibrated one.
-    derived = sum(1 for x in list(m.arrays.values()) if x is not a)
-    if derived:
-        if quiet:
-            return False
-        raise ViewInUseError(
-            "pinmem: view of region %d (0x%x-0x%x) is still referenced at "
-            "its end by %d other array(s) over the same mapping (a slice or "
-            "another view derived from it); it stays mapped until they are "
-            "gone" % (m.region_id, m.addr, m.addr + m.length, derived))
-    mref = weakref.ref(m)
-    del m
-    # Drop a's reference to its memory: a becomes a 0-element array.
-    np.ndarray.__setstate__(a, (1, (0,), a.dtype, False, b""))
-    m = mref()
-    if m is not None:
-        # Someone took a reference to an intermediate base or to the
-        # mapping itself; it stays valid until that reference is gone.
-        if quiet:
-            return False
-        raise ViewInUseError(
-            "pinmem: view of region %d (0x%x-0x%x): the array was emptied "
-            "but its mapping is still held by another object reached "
-            "through .base; it stays mapped until that object is gone" %
-            (m.region_id, m.addr, m.addr + m.length))
-    return True
-
-
-class PinnedArray(np.ndarray):
-    """A NumPy array over a pinned region's view mapping (region.view()).
-
-    Behaves like any ndarray. Arrays derived from it (slices, reshapes,
-    np.asarray) keep the mapping alive; it is unmapped when the last of
-    them is collected. As a context manager it ends the mapping at the end
-    of the block: the array becomes a 0-element array (the name bound by
-    ``as`` sees that), and ViewInUseError is raised instead, with the
-    mapping left valid, if anything else still refers to it (another name
-    included)."""
-
-    def __array_finalize__(self, obj):
-        # Known to the mapping, so that ending one array can tell whether
-        # another still reads the same bytes.
-        m = _mapping_of(self)
-        if m is not None:
-            m.arrays[id(self)] = self
-
-    def __array_wrap__(self, obj, context=None, return_scalar=False):
-        # Results that own fresh memory are plain arrays, not views.
-        if obj.base is None or _mapping_of(obj) is None:
-            obj = obj.view(np.ndarray)
-        return obj[()] if return_scalar else obj
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, et, ev, tb):
-        if et is None:
-            _end(self, _BASE_EXIT, quiet=False)
-        else:
-            # Do not hide the exception in flight: end the view if it is
-            # free; otherwise its references (the traceback's frames, say)
-            # end it when they go.
-            _end(self, _BASE_EXIT_EXC, quiet=True)
-        return False
-
-    def release(self):
-        """End the mapping now, as the end of a with block does: the name
-        the array is held by must be its only reference."""
-        _end(self, _BASE_RELEASE, quiet=False)
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None,
-                   copy=None):
-        """DLPack export, read-only views included (pinmem.dlpack says
-        how); the view mapping lives until the consumer releases it."""
-        from . import dlpack
-        return dlpack.to_dlpack(self, max_version)
-
-    def __dlpack_device__(self):
-        """(kDLCPU, 0), or (kDLCUDAHost, 0) in a CUDA-registered range."""
-        from . import dlpack
-        return dlpack.device(self)
-
-    @property
-    def mapped(self):
-        """Whether this array still reads a live view mapping."""
-        m = _mapping_of(self)
-        return m is not None and m.mapped
-
-    @property
-    def mapping_range(self):
-        """(start, end) addresses of the view mapping, or None."""
-        m = _mapping_of(self)
-        return (m.addr, m.addr + m.length) if m is not None else None
-
-    @property
-    def region_id(self):
-        m = _mapping_of(self)
-        return m.region_id if m is not None else None
-
-
-# ---- Calibration: the references the interpreter itself holds to the
-# array while __exit__/release run (the bound method, the arguments), plus
-# the one name it is held by, found by running the same calls on an object
-# held by exactly one name.
-
-class _Probe:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, et, ev, tb):
-        self.seen = _outside_refs(self, 0)
-        return et is not None
-
-    def release(self):
-        self.seen = _outside_refs(self, 0)
-
-
-def _calibrate():
-    with _Probe() as p:
-        pass
-    with _Probe() as q:
-        raise KeyError
-    r = _Probe()
-    r.release()
-    # PinnedArray's path passes the array through _end: one more argument.
-    return p.seen + 1, q.seen + 1, r.seen + 1
-
-
-_BASE_EXIT, _BASE_EXIT_EXC, _BASE_RELEASE = _calibrate()

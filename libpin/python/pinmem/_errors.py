@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: MIT
+"""The binding's exceptions, and _check(), which turns a libpin result
+into one of them. Part of pinmem.core, which re-exports every name; the
+classes keep "pinmem.core" as their module, where they have always been
+found (tracebacks, pickles)."""
+import errno as _errno
+import os
+
+from . import _lib
+
+_CORE = "pinmem.core"
+
+
+class PinError(OSError):
+    """A libpin failure: .errno (an errno value) and .strerror (libpin's
+    description of the failure, in words)."""
+    __module__ = _CORE
+
+    def __init__(self, err, text, holders=None, refs=None):
+        super().__init__(err, text)
+        self.holders = holders or []
+        self.refs = refs or []
+
+    def __str__(self):
+        return "[Errno %d %s] %s" % (self.errno,
+                                     _errno.errorcode.get(self.errno, "?"),
+                                     self.strerror)
+
+
+class BusyError(PinError):
+    """EBUSY from seal or donate (or a view mapping while donated). .holders
+    lists the mappings that held the region when it was refused (device
+    backend), and the text names them: pid, command, address range. .refs
+    lists the byte ranges still referenced outside any mapping (RefRange:
+    a pipe holding a view's pages, O_DIRECT in flight, a registration made
+    through a view), which the text names too; the kernel cannot say who
+    holds those."""
+    __module__ = _CORE
+
+
+class PortableBackendWarning(UserWarning):
+    """pinmem.open() fell back to the portable backend because /dev/pinmem
+    is absent: nothing arbitrates donation. Silence it with
+    warnings.simplefilter("ignore", pinmem.PortableBackendWarning), or ask
+    for open("portable") explicitly."""
+    __module__ = _CORE
+
+
+class ViewInUseError(RuntimeError):
+    """A view could not be ended because something besides the array that
+    was ended still refers to its memory. The mapping stays valid; it is
+    unmapped when the last of those references is gone."""
+    __module__ = _CORE
+
+
+def _check(ret, handle_error, what, holders_of=None, refs_of=None):
+    if ret >= 0:
+        return ret
+    err = -ret
+    text = _lib.text(handle_error()) or os.strerror(err)
+    if what and not text.startswith(what):
+        text = "%s: %s" % (what, text)
+    if err == _errno.EBUSY:
+        holders = holders_of() if holders_of else []
+        refs = refs_of() if refs_of else []
+        raise BusyError(err, text, holders, refs)
+    raise PinError(err, text)

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Whom the kernel's list of holders names: the process that mapped a view
+ * fd passed to it over SCM_RIGHTS, the process (not the thread) that
+ * mapped, nobody for a process outside the caller's pid namespace, and
+ * no address for another user's mapping. The counts themselves are
+ * counting.c's; these tests were part of it and keep its fixture's name,
+ * so that they are still counting.* in the TAP.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "pinmem_test.h"
+
+PM_FIXTURE(counting)
+
+/* A view fd passed over SCM_RIGHTS and mapped there names that process. */
+TEST_F(counting, view_fd_over_scm_rights)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *o = pm_map(rfd, PG, PROT_READ | PROT_WRITE, 0);
+	struct pinmem_holder h[4];
+	const struct pinmem_holder *x = NULL;
+	int sv[2];
+	pid_t pid;
+	uint64_t addr = 0;
+	char go;
+
+	pm_fill(o, PG, 51);
+	ASSERT_OK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		char cbuf[CMSG_SPACE(sizeof(int))], b;
+		struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf) };
+		uint64_t a = 0;
+		char *v;
+		int fd;
+
+		close(sv[0]);
+		/* Not the parent's mappings: only the fd we are sent. */
+		munmap(o, PG);
+		close(vfd);
+		close(rfd);
+		if (recvmsg(sv[1], &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
+			_exit(2);
+		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+		v = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
+		if (v != MAP_FAILED && pm_check(v, PG, 51) == -1)
+			a = (uintptr_t)v;
+		if (write(sv[1], &a, sizeof(a)) != sizeof(a) ||
+		    read(sv[1], &b, 1) < 0)
+			_exit(3);
+		_exit(a ? 0 : 4);
+	}
+	close(sv[1]);
+	{
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
+		struct iovec iov = { .iov_base = &b, .iov_len = 1 };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+				    .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &vfd, sizeof(int));
+		ASSERT_EQ(1, sendmsg(sv[0], &m, 0));
+	}
+	close(vfd);
+	ASSERT_EQ(sizeof(addr), read(sv[0], &addr, sizeof(addr)));
+	ASSERT_NE(0, addr) TH_LOG("the child could not map the view");
+	pm_expect_counts(rfd, 1, 1, 0);
+	ASSERT_EQ(2, pm_holders(rfd, h, 4));
+	for (int i = 0; i < 2; i++)
+		if (h[i].kind == PINMEM_HOLDER_VIEW)
+			x = &h[i];
+	ASSERT_NE(NULL, x);
+	EXPECT_EQ((uint32_t)pid, x->tgid);
+	EXPECT_EQ(addr, x->start);
+	go = 'g';
+	ASSERT_EQ(1, write(sv[0], &go, 1));
+	close(sv[0]);
+	ASSERT_EQ(0, pm_wait(pid));
+	pm_expect_counts(rfd, 1, 0, 0);
+	pm_unmap(o, PG);
+	close(rfd);
+}
+struct thread_map {
+	int vfd;
+	void *addr;
+};
+
+static void *map_in_thread(void *arg)
+{
+	struct thread_map *m = arg;
+
+	m->addr = mmap(NULL, PG, PROT_READ, MAP_SHARED, m->vfd, 0);
+	return NULL;
+}
+
+/* The holder is the process (tgid), whichever thread mapped it. */
+TEST_F(counting, holder_is_the_process_not_the_thread)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	struct thread_map m = { .vfd = pm_view(rfd, 0, 2 * MiB, 0) };
+	struct pinmem_holder h[2];
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, map_in_thread, &m));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_NE(MAP_FAILED, m.addr);
+	ASSERT_EQ(1, pm_holders(rfd, h, 2));
+	EXPECT_EQ((uint32_t)getpid(), h[0].tgid);
+	EXPECT_EQ((uintptr_t)m.addr, h[0].start);
+	pm_unmap(m.addr, PG);
+	close(m.vfd);
+	close(rfd);
+}
+
+/*
+ * HOLDERS from inside a new pid namespace, where the mapping process is
+ * not visible: its tgid is 0 and its name is not given away either.
+ */
+TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	char *p = pm_map(rfd, 2 * MiB, PROT_READ, 0);
+	struct {
+		uint32_t count;
+		struct pinmem_holder h;
+	} out;
+	int fds[2];
+	pid_t pid;
+
+	/* Only this process's mapping: the children do not inherit it. */
+	ASSERT_OK(madvise(p, 2 * MiB, MADV_DONTFORK));
+	ASSERT_OK(pipe2(fds, O_CLOEXEC));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct pinmem_holders q = {
+			.holders_ptr = (uintptr_t)&out.h,
+			.capacity = 1,
+		};
+		pid_t inner;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(10);
+		inner = fork();
+		if (inner < 0)
+			_exit(11);
+		if (inner == 0) {
+			memset(&out, 0xa5, sizeof(out));
+			if (ioctl(rfd, PINMEM_IOC_HOLDERS, &q))
+				_exit(12);
+			out.count = q.count;
+			if (write(fds[1], &out, sizeof(out)) != sizeof(out))
+				_exit(13);
+			_exit(0);
+		}
+		_exit(pm_wait(inner));
+	}
+	close(fds[1]);
+	ASSERT_EQ(0, pm_wait(pid)) TH_LOG("child in the new pid namespace");
+	ASSERT_EQ(sizeof(out), read(fds[0], &out, sizeof(out)));
+	close(fds[0]);
+	ASSERT_EQ(1, out.count);
+	EXPECT_EQ((uintptr_t)p, out.h.start);
+	EXPECT_EQ(0, out.h.tgid) TH_LOG("tgid of a process not in the namespace");
+	for (size_t i = 0; i < sizeof(out.h.comm); i++) {
+		EXPECT_EQ(0, out.h.comm[i]) TH_LOG("comm byte %zu", i);
+	}
+	/* Seen from here, the same mapping is named. */
+	ASSERT_EQ(1, pm_holders(rfd, &out.h, 1));
+	EXPECT_EQ((uint32_t)getpid(), out.h.tgid);
+	EXPECT_NE(0, out.h.comm[0]);
+	pm_unmap(p, 2 * MiB);
+	close(rfd);
+}
+
+/* What a process of user uid sees of the view fd's holders. */
+struct pm_seen {
+	uint32_t count;
+	uint32_t pid;		/* the looking process */
+	uint64_t mine;		/* its own view mapping */
+	struct pinmem_holder h[4];
+};
+
+static int pm_seen_as(int vfd, uid_t uid, int out_fd)
+{
+	struct pm_seen seen = { .pid = (uint32_t)getpid() };
+	struct pinmem_holders q = {
+		.holders_ptr = (uintptr_t)seen.h,
+		.capacity = 4,
+	};
+	void *v;
+
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return 20;
+	v = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
+	if (v == MAP_FAILED)
+		return 21;
+	if (ioctl(vfd, PINMEM_IOC_HOLDERS, &q))
+		return 22;
+	seen.count = q.count;
+	seen.mine = (uintptr_t)v;
+	if (write(out_fd, &seen, sizeof(seen)) != sizeof(seen))
+		return 23;
+	return 0;
+}
+
+/* The record of process pid (processes here hold one mapping each). */
+static const struct pinmem_holder *pm_holder_of(const struct pinmem_holder *h,
+						uint32_t n, pid_t pid)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (h[i].tgid == (uint32_t)pid)
+			return &h[i];
+	return NULL;
+}
+
+#define PM_HIDDEN(x)	((x)->flags & PINMEM_HOLDER_ADDR_HIDDEN)
+
+TEST_F(counting, holder_address_withheld_from_other_users)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char *own = pm_map(rfd, 2 * MiB, PROT_READ, 0);
+	int ready[2], done[2], res[2];
+	struct pinmem_holder h[4];
+	const struct pinmem_holder *r;
+	struct pm_seen seen;
+	pid_t holder, pid;
+	void *hv;
+	char c = 0;
+
+	ASSERT_OK(pipe2(ready, O_CLOEXEC));
+	ASSERT_OK(pipe2(done, O_CLOEXEC));
+	ASSERT_OK(pipe2(res, O_CLOEXEC));
+	/* Each process holds only the mappings it made. */
+	ASSERT_OK(madvise(own, 2 * MiB, MADV_DONTFORK));
+	/* The holder: user 65534, one view mapping, kept until told. */
+	holder = fork();
+	ASSERT_GE(holder, 0);
+	if (holder == 0) {
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		hv = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
+		if (hv == MAP_FAILED)
+			_exit(11);
+		if (write(ready[1], &hv, sizeof(hv)) != sizeof(hv) ||
+		    read(done[0], &c, 1) != 1)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(hv), read(ready[0], &hv, sizeof(hv)));
+
+	/* Another user: every address but its own withheld, the rest shown. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(pm_seen_as(vfd, 65533, res[1]));
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	ASSERT_EQ(3, seen.count);
+	r = pm_holder_of(seen.h, 3, (pid_t)seen.pid);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(seen.mine, r->start) TH_LOG("its own mapping");
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(seen.h, 3, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("user 65534's view, seen by 65533");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	EXPECT_EQ(2 * MiB, r->length);
+	EXPECT_EQ(PINMEM_HOLDER_VIEW, r->kind);
+	EXPECT_NE(0, r->comm[0]);
+	r = pm_holder_of(seen.h, 3, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65533");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	EXPECT_EQ(PINMEM_HOLDER_OWNER, r->kind);
+
+	/* The holder's own user sees the holder's address, not root's. */
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(pm_seen_as(vfd, 65534, res[1]));
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	ASSERT_EQ(3, seen.count);
+	r = pm_holder_of(seen.h, 3, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)hv, r->start) TH_LOG("same user's view");
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(seen.h, 3, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65534");
+	EXPECT_NE(0, PM_HIDDEN(r));
+
+	/* Root (CAP_SYS_PTRACE) sees every address. */
+	ASSERT_EQ(2, pm_holders(vfd, h, 4));
+	r = pm_holder_of(h, 2, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)hv, r->start);
+	EXPECT_EQ(0, PM_HIDDEN(r));
+	r = pm_holder_of(h, 2, getpid());
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)own, r->start);
+	EXPECT_EQ(0, PM_HIDDEN(r));
+
+	ASSERT_EQ(1, write(done[1], &c, 1));
+	ASSERT_EQ(0, pm_wait(holder));
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(done[i]);
+		close(res[i]);
+	}
+	pm_unmap(own, 2 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
+TEST_HARNESS_MAIN
