@@ -8,12 +8,12 @@
  * while the reads (io_read.c, paced) follow it step by step:
  *
  *  - the owner mapping is read-only from the start (a mapping of an
- *    O_RDONLY reopen of the memfd), and the helper mlock()s it a step at a
- *    time: allocating, zeroing, mapping and locking each page in one pass,
- *    with no fallocate before it;
- *  - the reads go through a second, writable mapping that the helper makes
- *    present right after (the pages are in the page cache by then, so
- *    these are minor faults) and that is unmapped when the reads are done;
+ *    O_RDONLY reopen of the memfd);
+ *  - the reads go through a second, writable mapping, unmapped when the
+ *    reads are done; for each step the helper allocates the pages
+ *    (fallocate, unless shmem THP is "advise"), makes them present in the
+ *    reads' mapping (write faults: zeroing and mapping), then mlock()s
+ *    them in the owner mapping (minor faults, sixteen pages a fault);
  *  - the seal then finds no writable mapping and has nothing to remap.
  *
  * A device region made with ALLOC_LAZY (module ABI 4) is mapped at once
@@ -66,6 +66,7 @@ struct filler {
 	int err;			/* under lock */
 	atomic_int stop;
 	int unlocked;			/* mlock refused at some step */
+	int falloc;			/* fallocate each step first */
 	uint64_t busy_ns;		/* the helper's time preparing */
 };
 
@@ -133,14 +134,15 @@ static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 	if (fl->r->lazy)
 		return populate(fl->r, off, len);
 	/*
-	 * fallocate allocates without faults; the write faults then zero
-	 * and map the pages (one a fault), and the owner's read faults map
-	 * sixteen cached pages a fault (fault-around). Measured cheaper than
-	 * faults allocating, or mlock first. Before Linux 5.14 (EINVAL)
-	 * mlock maps them instead.
+	 * 4 KiB pages: fallocate allocates without faults; the write faults
+	 * then zero and map the pages (one a fault), and the owner's read
+	 * faults map sixteen cached pages a fault (fault-around). Measured
+	 * cheaper than faults allocating, or mlock first. Where shmem THP is
+	 * "advise" the MADV_HUGEPAGE mapping's faults allocate instead: a
+	 * fallocate has no mapping to take the advice from and would fix the
+	 * pages at 4 KiB. Before Linux 5.14 (EINVAL) mlock maps them instead.
 	 */
-	if (!fl->r->hugetlb &&
-	    fallocate(fl->r->fd, 0, (off_t)off, (off_t)len))
+	if (fl->falloc && fallocate(fl->r->fd, 0, (off_t)off, (off_t)len))
 		return errno == ENOSPC ? -ENOMEM : -errno;
 	if (madvise(fl->fill + off, len, MADV_POPULATE_WRITE) &&
 	    errno != EINVAL)
@@ -206,6 +208,7 @@ static int map_portable(struct filler *fl)
 		/* Where shmem THP is "advise", these make the pages huge. */
 		madvise(fl->owner, r->size, MADV_HUGEPAGE);
 		madvise(fl->fill, r->size, MADV_HUGEPAGE);
+		fl->falloc = !pin__shmem_thp_advise(PIN_THP_SYSFS);
 	}
 	r->map = fl->owner;
 	r->map_prot = PROT_READ;

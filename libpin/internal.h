@@ -108,6 +108,10 @@ int pin__portable_view_import(struct pin_dev *dev, int fd,
 int pin__portable_info(struct pin_region *r, struct pin_region_info *info);
 int pin__portable_unsupported(char *err, const char *what);
 
+/* shmem_thp.c */
+#define PIN_THP_SYSFS	"/sys/kernel/mm/transparent_hugepage"
+int pin__shmem_thp_advise(const char *thp_dir);
+
 /* dev.c: struct pinmem_region_info -> struct pin_region_info */
 void pin__info_from_uapi(struct pin_region_info *info, const void *uinfo);
 
