@@ -42,13 +42,6 @@
 #include "io_internal.h"
 #include "fill.h"
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22	/* Linux 5.14 */
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
-
 #define STEP_MIN	(4ULL << 20)
 #define STEP_MAX	(64ULL << 20)
 #define STEPS_WANTED	16	/* enough steps that the first is small */

@@ -10,8 +10,9 @@
 #define LIBPIN_INTERNAL_H
 
 #include <stdarg.h>
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
 
 #include "pin.h"
 
@@ -107,6 +108,13 @@ int pin__portable_view_import(struct pin_dev *dev, int fd,
 			      struct pin_view *v);
 int pin__portable_info(struct pin_region *r, struct pin_region_info *info);
 int pin__portable_unsupported(char *err, const char *what);
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22	/* Linux 5.14 */
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
 
 /* shmem_thp.c */
 #define PIN_THP_SYSFS	"/sys/kernel/mm/transparent_hugepage"

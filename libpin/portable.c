@@ -76,6 +76,34 @@ static int check_pinnable(struct pin_dev *dev, uint64_t size)
 	return 0;
 }
 
+/*
+ * Allocate all of a shmem memfd's pages. fallocate would do it without
+ * a mapping, but where shmem THP is "advise" only the faults of a
+ * MADV_HUGEPAGE mapping get huge pages, and fallocate would fix them at
+ * 4 KiB: there they are allocated through such a mapping, for the time
+ * of the call. -errno.
+ */
+static int allocate_pages(int fd, uint64_t size)
+{
+	void *p;
+	int ret = 0;
+
+	if (!pin__shmem_thp_advise(PIN_THP_SYSFS))
+		return fallocate(fd, 0, 0, (off_t)size) ? -errno : 0;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, size, MADV_HUGEPAGE);
+	if (madvise(p, size, MADV_POPULATE_WRITE))
+		ret = -errno;
+	munmap(p, size);
+	/* Before Linux 5.14 there is no MADV_POPULATE_WRITE. */
+	if (ret == -EINVAL)
+		ret = fallocate(fd, 0, 0, (off_t)size) ? -errno : 0;
+	/* Populating is refused for memory with EFAULT (SIGBUS). */
+	return ret == -EFAULT ? -ENOMEM : ret;
+}
+
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r, int lazy)
 {
@@ -98,9 +126,10 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 		 * Allocate the pages now, so that ENOMEM shows here; unless
 		 * the loader pins them itself, step by step (fill.c).
 		 */
-		if (ftruncate(fd, (off_t)size) ||
-		    (!lazy && fallocate(fd, 0, 0, (off_t)size))) {
-			ret = -errno;
+		ret = ftruncate(fd, (off_t)size) ? -errno : 0;
+		if (!ret && !lazy)
+			ret = allocate_pages(fd, size);
+		if (ret) {
 			close(fd);
 			if (ret == -ENOSPC)
 				ret = -ENOMEM;
