@@ -124,6 +124,8 @@ static int populate(struct pin_region *r, uint64_t off, uint64_t len)
 /* Allocate, zero, map and lock one step; then map it for the reads. */
 static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 {
+	int err;
+
 	if (fl->r->lazy)
 		return populate(fl->r, off, len);
 	/*
@@ -135,8 +137,9 @@ static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 	 * fallocate has no mapping to take the advice from and would fix the
 	 * pages at 4 KiB. Before Linux 5.14 (EINVAL) mlock maps them instead.
 	 */
-	if (fl->falloc && fallocate(fl->r->fd, 0, (off_t)off, (off_t)len))
-		return errno == ENOSPC ? -ENOMEM : -errno;
+	err = fl->falloc ? pin__fallocate(fl->r->fd, off, len) : 0;
+	if (err)
+		return err == -ENOSPC ? -ENOMEM : err;
 	if (madvise(fl->fill + off, len, MADV_POPULATE_WRITE) &&
 	    errno != EINVAL)
 		return -errno;

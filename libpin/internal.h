@@ -108,6 +108,7 @@ int pin__portable_view_import(struct pin_dev *dev, int fd,
 			      struct pin_view *v);
 int pin__portable_info(struct pin_region *r, struct pin_region_info *info);
 int pin__portable_unsupported(char *err, const char *what);
+int pin__fallocate(int fd, uint64_t off, uint64_t len);
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22	/* Linux 5.14 */

@@ -44,7 +44,7 @@ static int make_memfd(uint64_t size, int *hugetlb)
 		uint64_t hsize = (size + HUGE_2M - 1) & ~(HUGE_2M - 1);
 
 		if (ftruncate(fd, (off_t)hsize) == 0 &&
-		    fallocate(fd, 0, 0, (off_t)hsize) == 0) {
+		    pin__fallocate(fd, 0, hsize) == 0) {
 			*hugetlb = 1;
 			return fd;
 		}
@@ -77,6 +77,22 @@ static int check_pinnable(struct pin_dev *dev, uint64_t size)
 }
 
 /*
+ * fallocate a memfd's range, -errno. shmem stops at any pending signal
+ * with EINTR, and io_uring's task work counts as one (TIF_NOTIFY_SIGNAL):
+ * a thread that has just closed a ring gets EINTR once, with nothing to
+ * deliver; the work runs on the way back to user space, so try again.
+ */
+int pin__fallocate(int fd, uint64_t off, uint64_t len)
+{
+	int ret;
+
+	do
+		ret = fallocate(fd, 0, (off_t)off, (off_t)len) ? -errno : 0;
+	while (ret == -EINTR);
+	return ret;
+}
+
+/*
  * Allocate all of a shmem memfd's pages. fallocate would do it without
  * a mapping, but where shmem THP is "advise" only the faults of a
  * MADV_HUGEPAGE mapping get huge pages, and fallocate would fix them at
@@ -89,17 +105,18 @@ static int allocate_pages(int fd, uint64_t size)
 	int ret = 0;
 
 	if (!pin__shmem_thp_advise(PIN_THP_SYSFS))
-		return fallocate(fd, 0, 0, (off_t)size) ? -errno : 0;
+		return pin__fallocate(fd, 0, size);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	madvise(p, size, MADV_HUGEPAGE);
-	if (madvise(p, size, MADV_POPULATE_WRITE))
-		ret = -errno;
+	do
+		ret = madvise(p, size, MADV_POPULATE_WRITE) ? -errno : 0;
+	while (ret == -EINTR);	/* as pin__fallocate */
 	munmap(p, size);
 	/* Before Linux 5.14 there is no MADV_POPULATE_WRITE. */
 	if (ret == -EINVAL)
-		ret = fallocate(fd, 0, 0, (off_t)size) ? -errno : 0;
+		ret = pin__fallocate(fd, 0, size);
 	/* Populating is refused for memory with EFAULT (SIGBUS). */
 	return ret == -EFAULT ? -ENOMEM : ret;
 }
