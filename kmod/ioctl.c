@@ -129,6 +129,27 @@ static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
 	return buf;
 }
 
+/*
+ * Snapshot records and copy up to capacity of them to ptr; the total
+ * goes to *count. 0 or -errno.
+ */
+static int pinmem_snapshot_to_user(u32 (*snap)(void *ctx, void *buf, u32 cap),
+				   void *ctx, size_t size, u32 capacity,
+				   u64 ptr, u32 *count)
+{
+	u32 filled;
+	void *buf;
+	int ret = 0;
+
+	buf = pinmem_snapshot(snap, ctx, size, capacity, &filled, count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	if (copy_to_user(u64_to_user_ptr(ptr), buf, array_size(filled, size)))
+		ret = -EFAULT;
+	kvfree(buf);
+	return ret;
+}
+
 static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
 {
 	return pinmem_region_list(buf, cap);
@@ -137,23 +158,16 @@ static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
 static int pinmem_ioc_list(void __user *arg)
 {
 	struct pinmem_list l;
-	u32 filled, count;
-	void *buf;
-	int ret = 0;
+	u32 count;
+	int ret;
 
 	if (copy_from_user(&l, arg, sizeof(l)))
 		return -EFAULT;
 	if (l.reserved)
 		return -EINVAL;
-	buf = pinmem_snapshot(pinmem_list_snap, NULL,
-			      sizeof(struct pinmem_region_info), l.capacity,
-			      &filled, &count);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	if (copy_to_user(u64_to_user_ptr(l.regions_ptr), buf,
-			 array_size(filled, sizeof(struct pinmem_region_info))))
-		ret = -EFAULT;
-	kvfree(buf);
+	ret = pinmem_snapshot_to_user(pinmem_list_snap, NULL,
+				      sizeof(struct pinmem_region_info),
+				      l.capacity, l.regions_ptr, &count);
 	if (ret)
 		return ret;
 	l.count = count;
@@ -164,19 +178,12 @@ static int pinmem_ioc_list(void __user *arg)
 static int pinmem_holders(struct pinmem_region *region,
 			  struct pinmem_holders *q, void __user *arg)
 {
-	u32 filled, count;
-	void *buf;
-	int ret = 0;
+	u32 count;
+	int ret;
 
-	buf = pinmem_snapshot(pinmem_holders_snapshot, region,
-			      sizeof(struct pinmem_holder), q->capacity,
-			      &filled, &count);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	if (copy_to_user(u64_to_user_ptr(q->holders_ptr), buf,
-			 array_size(filled, sizeof(struct pinmem_holder))))
-		ret = -EFAULT;
-	kvfree(buf);
+	ret = pinmem_snapshot_to_user(pinmem_holders_snapshot, region,
+				      sizeof(struct pinmem_holder), q->capacity,
+				      q->holders_ptr, &count);
 	if (ret)
 		return ret;
 	q->count = count;
@@ -205,19 +212,12 @@ static int pinmem_ioc_holders(struct pinmem_region *region, void __user *arg)
 static int pinmem_refs(struct pinmem_region *region, struct pinmem_refs *q,
 		       void __user *arg)
 {
-	u32 filled, count;
-	void *buf;
-	int ret = 0;
+	u32 count;
+	int ret;
 
-	buf = pinmem_snapshot(pinmem_refs_snapshot, region,
-			      sizeof(struct pinmem_ref_range), q->capacity,
-			      &filled, &count);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	if (copy_to_user(u64_to_user_ptr(q->ranges_ptr), buf,
-			 array_size(filled, sizeof(struct pinmem_ref_range))))
-		ret = -EFAULT;
-	kvfree(buf);
+	ret = pinmem_snapshot_to_user(pinmem_refs_snapshot, region,
+				      sizeof(struct pinmem_ref_range), q->capacity,
+				      q->ranges_ptr, &count);
 	if (ret)
 		return ret;
 	q->count = count;
