@@ -378,6 +378,8 @@ long pinmem_region_ioctl(struct file *file, unsigned int cmd,
 		return pinmem_ioc_nodes(region, uarg);
 	case PINMEM_IOC_POPULATE:
 		return pinmem_ioc_populate(region, uarg);
+	case PINMEM_IOC_FILL:
+		return pinmem_ioc_fill(region, uarg);
 	case PINMEM_IOC_SEAL:
 	case PINMEM_IOC_DONATE:
 	case PINMEM_IOC_PUBLISH:

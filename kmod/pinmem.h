@@ -136,6 +136,9 @@ unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
 /* populate.c */
 int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg);
 int pinmem_alloc_init(void);
+
+/* fill.c */
+int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg);
 void pinmem_alloc_exit(void);
 
 /* numa.c */

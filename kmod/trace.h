@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * pinmem trace events (tracefs events/pinmem/, perf, trace-cmd, bpftrace):
- * region alloc and free, populate (ALLOC_LAZY), view creation, mappings
- * admitted or refused,
+ * region alloc and free, populate and fill (ALLOC_LAZY), view creation,
+ * mappings admitted or refused,
  * seal, donate (result, time waited, the view mappings that refused it),
  * publish and reopen. One line at each call site; kmod/trace.c makes them.
  */
@@ -61,6 +61,24 @@ TRACE_EVENT(pinmem_populate,
 	    TP_printk("region=%llu offset=%llu length=%llu chunks=%lu ret=%d",
 		      __entry->id, __entry->offset, __entry->length,
 		      __entry->nr_new, __entry->ret)
+);
+
+TRACE_EVENT(pinmem_fill,
+	    TP_PROTO(u64 id, u64 offset, u64 length, u64 bytes, int ret),
+	    TP_ARGS(id, offset, length, bytes, ret),
+	    TP_STRUCT__entry(__field(u64, id)
+			     __field(u64, offset)
+			     __field(u64, length)
+			     __field(u64, bytes)
+			     __field(int, ret)),
+	    TP_fast_assign(__entry->id = id;
+			   __entry->offset = offset;
+			   __entry->length = length;
+			   __entry->bytes = bytes;
+			   __entry->ret = ret;),
+	    TP_printk("region=%llu offset=%llu length=%llu bytes=%llu ret=%d",
+		      __entry->id, __entry->offset, __entry->length,
+		      __entry->bytes, __entry->ret)
 );
 
 TRACE_EVENT(pinmem_view_create,

@@ -42,9 +42,10 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	4	/* 2: DONATE and SEAL count page references; EXPECT, REFS
+#define PINMEM_ABI_VERSION	5	/* 2: DONATE and SEAL count page references; EXPECT, REFS
 					 * 3: ALLOC on a NUMA node; NODES
-					 * 4: ALLOC_LAZY and POPULATE */
+					 * 4: ALLOC_LAZY and POPULATE
+					 * 5: FILL */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -356,6 +357,34 @@ struct pinmem_populate {
 	__u64 reserved[2];	/* in: zero */
 };
 
+/*
+ * PINMEM_IOC_FILL (ABI 5, region fd): allocate the chunks of an ALLOC_LAZY
+ * region that hold bytes [offset, offset + length) and read them from the
+ * file fd at file_offset before any mapping can see them: no zeroing of
+ * what the read writes (unless the kernel zeroes every allocation,
+ * init_on_alloc=1), no page of the range taken through a mapping. Bytes of
+ * those chunks that the read does not reach (end of file, the last chunk
+ * past length) are zeroed. offset must be a multiple of the chunk size;
+ * length non-zero and a multiple of it unless the range ends at the end of
+ * the region. fd must be open for reading, a regular file or a block
+ * device; an O_DIRECT fd reads direct, under its alignment rules (else
+ * EINVAL from the file system). On success bytes is what the read returned
+ * (less than length only at the end of the file) and every chunk of the
+ * range is populated; on any error none of them is. Errors: EINVAL (range,
+ * flags, reserved, file type), EBADF (fd not open for reading), EEXIST (a
+ * chunk of the range is populated, by POPULATE, FILL or ALLOC), ENOMEM
+ * (as POPULATE), EINTR (fatal signal), and the read's own errors (EIO...).
+ */
+struct pinmem_fill {
+	__s32 fd;		/* in: the file to read */
+	__u32 flags;		/* in: zero */
+	__u64 file_offset;	/* in: where in the file */
+	__u64 offset;		/* in: bytes into the region */
+	__u64 length;		/* in: bytes */
+	__u64 bytes;		/* out: bytes read */
+	__u64 reserved[2];	/* in: zero */
+};
+
 #define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
 #define PINMEM_IOC_DEV_INFO	_IOR(PINMEM_IOC_MAGIC, 0x01, struct pinmem_dev_info)
 #define PINMEM_IOC_ALLOC	_IOWR(PINMEM_IOC_MAGIC, 0x02, struct pinmem_alloc)
@@ -365,6 +394,7 @@ struct pinmem_populate {
 #define PINMEM_IOC_VIEW		_IOWR(PINMEM_IOC_MAGIC, 0x11, struct pinmem_view)
 #define PINMEM_IOC_VIEW_INFO	_IOR(PINMEM_IOC_MAGIC, 0x12, struct pinmem_view_info)
 #define PINMEM_IOC_POPULATE	_IOW(PINMEM_IOC_MAGIC, 0x13, struct pinmem_populate)
+#define PINMEM_IOC_FILL		_IOWR(PINMEM_IOC_MAGIC, 0x14, struct pinmem_fill)
 #define PINMEM_IOC_SEAL		_IOW(PINMEM_IOC_MAGIC, 0x20, struct pinmem_transition)
 #define PINMEM_IOC_DONATE	_IOW(PINMEM_IOC_MAGIC, 0x21, struct pinmem_transition)
 #define PINMEM_IOC_PUBLISH	_IOW(PINMEM_IOC_MAGIC, 0x22, struct pinmem_transition)

@@ -18,6 +18,7 @@
 
 struct fx {
 	int dev, rfd, vfd;
+	int file;		/* what FILL reads: a memfd, or -1 */
 	int pipe[2];		/* holds view pages through vmsplice */
 	void *map, *vmap;
 	pid_t child;
@@ -75,6 +76,9 @@ static void fx_release(struct fx *f)
 		close(f->vfd);
 	if (f->rfd >= 0)
 		close(f->rfd);
+	if (f->file >= 0)
+		close(f->file);
+	f->file = -1;
 	f->child = 0;
 	f->map = f->vmap = NULL;
 	f->vfd = f->rfd = -1;
@@ -184,6 +188,49 @@ static void verify_populate(struct __test_metadata *_metadata, struct fx *f,
 	pm_info(f->rfd, &ri);
 	ASSERT_EQ(REGION / (2 * MiB), ri.nr_chunks);
 	pm_fill(f->map, REGION, f->seed);
+	ASSERT_PATTERN(f->map, REGION, f->seed);
+	ASSERT_EQ(0, pm_seal(f->rfd));
+}
+
+/* A lazy region and a file of REGION bytes in the seed's pattern. */
+static void setup_fill(struct __test_metadata *_metadata, struct fx *f)
+{
+	char *p;
+
+	setup_lazy(_metadata, f);
+	f->file = memfd_create("failnth-fill", MFD_CLOEXEC);
+	ASSERT_LE(0, f->file);
+	ASSERT_OK(ftruncate(f->file, REGION));
+	p = pm_map(f->file, REGION, PROT_READ | PROT_WRITE, 0);
+	pm_fill(p, REGION, f->seed);
+	pm_unmap(p, REGION);
+}
+
+static long call_fill(struct fx *f)
+{
+	struct pinmem_fill fl = { .fd = f->file, .length = REGION };
+
+	return ioctl(f->rfd, PINMEM_IOC_FILL, &fl) ? -errno : (long)fl.bytes;
+}
+
+/*
+ * A failed FILL populates no chunk of its range, and a second FILL
+ * completes it; one that succeeded despite a fault read the whole file.
+ */
+static void verify_fill(struct __test_metadata *_metadata, struct fx *f,
+			long ret)
+{
+	struct pinmem_region_info ri;
+
+	pm_info(f->rfd, &ri);
+	if (ret < 0) {
+		ASSERT_EQ(0, ri.nr_chunks);
+		ASSERT_EQ(REGION, (uint64_t)call_fill(f));
+	} else {
+		ASSERT_EQ(REGION, (uint64_t)ret);
+	}
+	pm_info(f->rfd, &ri);
+	ASSERT_EQ(REGION / (2 * MiB), ri.nr_chunks);
 	ASSERT_PATTERN(f->map, REGION, f->seed);
 	ASSERT_EQ(0, pm_seal(f->rfd));
 }
@@ -514,6 +561,7 @@ static const struct op ops[] = {
 	{ "expect", setup_region, call_expect, verify_expect },
 	{ "alloc_lazy", NULL, call_alloc_lazy, verify_alloc_lazy },
 	{ "populate", setup_lazy, call_populate, verify_populate },
+	{ "fill", setup_fill, call_fill, verify_fill },
 };
 
 #endif /* FAILNTH_OPS_H */

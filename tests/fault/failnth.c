@@ -121,6 +121,7 @@ OP_VARIANT(14, refs);
 OP_VARIANT(15, expect);
 OP_VARIANT(16, alloc_lazy);
 OP_VARIANT(17, populate);
+OP_VARIANT(18, fill);
 
 FIXTURE_SETUP(failnth)
 {
@@ -168,6 +169,7 @@ TEST_F_TIMEOUT(failnth, sweep, 900)
 
 	for (n = 1; n <= MAX_NTH && fired; n++) {
 		f = (struct fx){ .dev = self->env.dev, .rfd = -1, .vfd = -1,
+				 .file = -1,
 				 .pipe = { -1, -1 }, .seed = n };
 		if (op->setup)
 			op->setup(_metadata, &f);
@@ -192,6 +194,7 @@ TEST_F_TIMEOUT(failnth, sweep, 900)
 				   op->name, MAX_NTH);
 	/* And a normal run works. */
 	f = (struct fx){ .dev = self->env.dev, .rfd = -1, .vfd = -1,
+			 .file = -1,
 			 .pipe = { -1, -1 }, .seed = 7 };
 	if (op->setup)
 		op->setup(_metadata, &f);

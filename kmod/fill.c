@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: FILL, the chunks of an ALLOC_LAZY region read from a file by
+ * the kernel before any mapping can see them.
+ *
+ * A loader that POPULATEs a range and then reads into it through a mapping
+ * pays for each page twice: the allocator zeroes it, the read overwrites
+ * it, and the read (O_DIRECT, or io_uring's fixed buffers) first takes
+ * each 4 KiB page into the kernel through the page tables (GUP). FILL
+ * allocates the chunks without __GFP_ZERO, reads the file into them
+ * through a bvec of whole 2 MiB chunks (no GUP, no page references: the
+ * chunks are this call's until it publishes them), zeroes only what the
+ * read did not write, and then publishes them as POPULATE does. Where the
+ * kernel zeroes every allocation anyway (init_on_alloc=1, Debian's
+ * default) only the per-page work of the read goes away.
+ *
+ * No lock is held across the allocation or the read. Publication takes
+ * populate_lock and is all or nothing: a chunk of the range that appeared
+ * meanwhile (POPULATE, another FILL) fails this FILL with EEXIST, and its
+ * own chunks are freed, never mapped.
+ */
+#include <linux/bvec.h>
+#include <linux/file.h>
+#include <linux/highmem.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "pinmem.h"
+#include "trace.h"
+
+#define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
+
+/* The chunks a FILL reads into, before they are the region's. */
+struct pinmem_fill_job {
+	struct page **chunks;
+	struct bio_vec *bvec;
+	unsigned long first;		/* index of chunks[0] in the region */
+	unsigned long nr;
+	u64 length;			/* bytes to read, <= nr chunks */
+};
+
+static int pinmem_fill_check(struct pinmem_region *region,
+			     const struct pinmem_fill *f)
+{
+	if (f->flags || f->reserved[0] || f->reserved[1])
+		return -EINVAL;
+	if (!f->length || f->offset >= region->size ||
+	    f->length > region->size - f->offset)
+		return -EINVAL;
+	if (!IS_ALIGNED(f->offset, PINMEM_CHUNK_SIZE))
+		return -EINVAL;
+	if (!IS_ALIGNED(f->length, PINMEM_CHUNK_SIZE) &&
+	    f->offset + f->length != region->size)
+		return -EINVAL;
+	if (f->file_offset > LLONG_MAX - f->length)
+		return -EINVAL;
+	/* A region made whole (not lazy, or every chunk there): all taken. */
+	if (!READ_ONCE(region->nr_unpopulated))
+		return -EEXIST;
+	return 0;
+}
+
+static struct file *pinmem_fill_file(int fd)
+{
+	struct file *file = fget(fd);
+	umode_t mode;
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	mode = file_inode(file)->i_mode;
+	if (!(file->f_mode & FMODE_READ)) {
+		fput(file);
+		return ERR_PTR(-EBADF);
+	}
+	if (!S_ISREG(mode) && !S_ISBLK(mode)) {
+		fput(file);
+		return ERR_PTR(-EINVAL);
+	}
+	return file;
+}
+
+/* True when no chunk of [first, first + nr) is populated. */
+static bool pinmem_fill_range_empty(struct pinmem_region *region,
+				    unsigned long first, unsigned long nr)
+{
+	unsigned long i;
+
+	for (i = 0; i < nr; i++)
+		if (READ_ONCE(region->chunks[first + i]))
+			return false;
+	return true;
+}
+
+static void pinmem_fill_free(struct pinmem_fill_job *job)
+{
+	unsigned long i;
+
+	for (i = 0; job->chunks && i < job->nr; i++)
+		if (job->chunks[i])
+			__free_pages(job->chunks[i], PINMEM_CHUNK_ORDER);
+	kvfree(job->chunks);
+	kvfree(job->bvec);
+}
+
+/* Private chunks for the job, not zeroed unless the kernel always does. */
+static int pinmem_fill_alloc(struct pinmem_region *region,
+			     struct pinmem_fill_job *job)
+{
+	gfp_t gfp = pinmem_chunk_gfp(PINMEM_CHUNK_ORDER, false) & ~__GFP_ZERO;
+	unsigned long i;
+	bool intr;
+
+	job->chunks = kvcalloc(job->nr, sizeof(*job->chunks), GFP_KERNEL);
+	job->bvec = kvcalloc(job->nr, sizeof(*job->bvec), GFP_KERNEL);
+	if (!job->chunks || !job->bvec)
+		return -ENOMEM;
+	if (pinmem_beyond_available(job->nr << PINMEM_CHUNK_ORDER))
+		return -ENOMEM;
+	if (pinmem_alloc_parallel(job->chunks, job->nr, gfp, &region->place,
+				  &intr) != job->nr)
+		return intr ? -EINTR : -ENOMEM;
+	for (i = 0; i < job->nr; i++) {
+		job->bvec[i].bv_page = job->chunks[i];
+		job->bvec[i].bv_offset = 0;
+		job->bvec[i].bv_len = min_t(u64, PINMEM_CHUNK_SIZE,
+					    job->length - (i << PINMEM_CHUNK_SHIFT));
+	}
+	return 0;
+}
+
+/* Read job->length bytes at *pos; *done is what the file gave. */
+static int pinmem_fill_read(struct file *file, loff_t pos,
+			    struct pinmem_fill_job *job, u64 *done)
+{
+	struct iov_iter iter;
+	ssize_t ret = 0;
+
+	iov_iter_bvec(&iter, ITER_DEST, job->bvec, job->nr, job->length);
+	*done = 0;
+	while (iov_iter_count(&iter)) {
+		size_t left = iov_iter_count(&iter);
+
+		/* One call reads at most MAX_RW_COUNT (rw_verify_area). */
+		iov_iter_truncate(&iter, MAX_RW_COUNT);
+		ret = vfs_iter_read(file, &iter, &pos, 0);
+		iov_iter_reexpand(&iter, left - max_t(ssize_t, ret, 0));
+		if (ret <= 0)
+			break;
+		*done += ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Zero the chunks from byte from on: what the read did not reach, and
+ * anything a direct read wrote past the end of the file it reported.
+ */
+static void pinmem_fill_zero_rest(struct pinmem_fill_job *job, u64 from)
+{
+	u64 end = (u64)job->nr << PINMEM_CHUNK_SHIFT;
+
+	while (from < end) {
+		struct page *page = job->chunks[from >> PINMEM_CHUNK_SHIFT] +
+			((from >> PAGE_SHIFT) & ((1UL << PINMEM_CHUNK_ORDER) - 1));
+		size_t off = offset_in_page(from);
+
+		memzero_page(page, off, PAGE_SIZE - off);
+		from += PAGE_SIZE - off;
+		cond_resched();
+	}
+}
+
+/* Make the job's chunks the region's, all of them or (EEXIST) none. */
+static int pinmem_fill_publish(struct pinmem_region *region,
+			       struct pinmem_fill_job *job)
+{
+	unsigned long i;
+
+	mutex_lock(&region->populate_lock);
+	if (!pinmem_fill_range_empty(region, job->first, job->nr)) {
+		mutex_unlock(&region->populate_lock);
+		return -EEXIST;
+	}
+	for (i = 0; i < job->nr; i++) {
+		/* Pairs with the acquire in pinmem_region_page(): filled. */
+		smp_store_release(&region->chunks[job->first + i],
+				  job->chunks[i]);
+		job->chunks[i] = NULL;
+	}
+	mutex_lock(&region->lock);
+	region->nr_unpopulated -= job->nr;
+	mutex_unlock(&region->lock);
+	mutex_unlock(&region->populate_lock);
+	return 0;
+}
+
+static int pinmem_fill(struct pinmem_region *region, struct file *file,
+		       const struct pinmem_fill *f, u64 *done)
+{
+	struct pinmem_fill_job job = {
+		.first = f->offset >> PINMEM_CHUNK_SHIFT,
+		.nr = DIV_ROUND_UP_ULL(f->length, PINMEM_CHUNK_SIZE),
+		.length = f->length,
+	};
+	int ret;
+
+	/* Lazy regions only: their entries are all order 9, chunk-indexed. */
+	if (!pinmem_fill_range_empty(region, job.first, job.nr))
+		return -EEXIST;
+	ret = pinmem_fill_alloc(region, &job);
+	if (!ret)
+		ret = pinmem_fill_read(file, f->file_offset, &job, done);
+	if (!ret) {
+		pinmem_fill_zero_rest(&job, *done);
+		ret = pinmem_fill_publish(region, &job);
+	}
+	pinmem_fill_free(&job);
+	return ret;
+}
+
+int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg)
+{
+	struct pinmem_fill f;
+	struct file *file;
+	u64 done = 0;
+	int ret;
+
+	if (copy_from_user(&f, arg, sizeof(f)))
+		return -EFAULT;
+	ret = pinmem_fill_check(region, &f);
+	if (ret)
+		return ret;
+	file = pinmem_fill_file(f.fd);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	ret = pinmem_fill(region, file, &f, &done);
+	fput(file);
+	trace_pinmem_fill(region->id, f.offset, f.length, done, ret);
+	if (ret)
+		return ret;
+	f.bytes = done;
+	if (copy_to_user(arg, &f, sizeof(f)))
+		return -EFAULT;
+	return 0;
+}
