@@ -130,28 +130,34 @@ static int pinmem_fill_alloc(struct pinmem_region *region,
 	return 0;
 }
 
-/* Read job->length bytes at *pos; *done is what the file gave. */
+/*
+ * Read job->length bytes at pos; *done is what the file gave. The
+ * iterator is set up afresh for each call at what is done so far: a
+ * read_iter may leave it anywhere after a short read (netfs advances it
+ * by the whole request), so only the returned count is trusted.
+ */
 static int pinmem_fill_read(struct file *file, loff_t pos,
 			    struct pinmem_fill_job *job, u64 *done)
 {
 	struct iov_iter iter;
-	ssize_t ret = 0;
+	loff_t at;
+	ssize_t ret;
 
-	iov_iter_bvec(&iter, ITER_DEST, job->bvec, job->nr, job->length);
 	*done = 0;
-	while (iov_iter_count(&iter)) {
-		size_t left = iov_iter_count(&iter);
-
+	do {
+		iov_iter_bvec(&iter, ITER_DEST, job->bvec, job->nr,
+			      job->length);
+		iov_iter_advance(&iter, *done);
 		/* One call reads at most MAX_RW_COUNT (rw_verify_area). */
 		iov_iter_truncate(&iter, MAX_RW_COUNT);
-		ret = vfs_iter_read(file, &iter, &pos, 0);
-		iov_iter_reexpand(&iter, left - max_t(ssize_t, ret, 0));
+		at = pos + *done;
+		ret = vfs_iter_read(file, &iter, &at, 0);
 		if (ret <= 0)
 			break;
 		*done += ret;
 		if (fatal_signal_pending(current))
 			return -EINTR;
-	}
+	} while (*done < job->length);
 	return ret < 0 ? ret : 0;
 }
 
