@@ -396,6 +396,10 @@ int pin_recv_fd(int sock, int *fdp);
 #define PIN_IO_PIN_FIRST	(1U << 2)	/* loads: pin all of the region
 						 * before the first read (no
 						 * overlap; to compare) */
+#define PIN_IO_NO_KERNEL_FILL	(1U << 3)	/* loads, device backend: read
+						 * through the mapping with
+						 * io_uring, not the module's
+						 * FILL (to compare) */
 
 #define PIN_IO_DEFAULT_QUEUE_DEPTH	16U
 #define PIN_IO_DEFAULT_REQUEST_SIZE	(4U << 20)
@@ -623,8 +627,10 @@ int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
  * regions (on the device backend the kernel zeroes and pins the chunks
  * here), making them present and locked (pin: on the portable backend a
  * helper thread does this step by step while the reads run, so pin and
- * transfer overlap), moving the bytes (stats.io_ns, the reads from first
- * to last, waits for pinned memory included) and sealing. The rest of
+ * transfer overlap; where the module FILLs a device region, each step is
+ * allocated and read in one call, and pin is the same time as transfer),
+ * moving the bytes (stats.io_ns, the reads from first to last, waits for
+ * pinned memory included) and sealing. The rest of
  * stats.ns is opening, parsing and bookkeeping. All zero after a save or a
  * failed load's unreached phases.
  */
@@ -640,13 +646,19 @@ int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases);
 /*
  * The last load, step by step (each file's data span is pinned and read in
  * steps of a few MiB): when each step's pinning began and ended and when
- * its first read went out and its last came back (CLOCK_MONOTONIC ns; the
- * device backend pins every step at once, in ALLOC and mmap). offset is
- * into the file's aligned data span, file the index of pin_st_file_path.
+ * its first read went out and its last came back (CLOCK_MONOTONIC ns; a
+ * device region of a module before ABI 4 is pinned whole, in ALLOC; with
+ * flag PIN_ST_STEP_KERNEL_FILL the module allocated and read the step in
+ * one call, and the pin times are the read's). offset is into the file's
+ * aligned data span, file the index of pin_st_file_path.
  */
+#define PIN_ST_STEP_KERNEL_FILL	(1U << 0)	/* pinned and read in one
+						 * call by the module (FILL):
+						 * the pin times are the read's */
+
 struct pin_st_step {
 	uint32_t file;
-	uint32_t reserved;
+	uint32_t flags;			/* PIN_ST_STEP_* */
 	uint64_t offset;
 	uint64_t length;
 	uint64_t pin_begin_ns;

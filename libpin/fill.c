@@ -16,13 +16,14 @@
  *    them in the owner mapping (minor faults, sixteen pages a fault);
  *  - the seal then finds no writable mapping and has nothing to remap.
  *
- * A device region made with ALLOC_LAZY (module ABI 4) is mapped at once
- * with nothing in it; the helper POPULATEs it a step at a time (the kernel
- * allocates the 2 MiB chunks, on several CPUs for a large step; the
- * reads' first touch maps each chunk in one fault), and the reads follow
- * as on the portable backend. An older module's region is
- * allocated whole by ALLOC and mapped at once: only the fixed buffers are
- * registered step by step.
+ * A device region made with ALLOC_LAZY is filled by the kernel where the
+ * module has FILL (ABI 5; fill_kernel.c). Otherwise (module ABI 4, or
+ * PIN_IO_NO_KERNEL_FILL) it is mapped at once with nothing in it; the
+ * helper POPULATEs it a step at a time (the kernel allocates the 2 MiB
+ * chunks, on several CPUs for a large step; the reads' first touch maps
+ * each chunk in one fault), and the reads follow as on the portable
+ * backend. An older module's region is allocated whole by ALLOC and
+ * mapped at once: only the fixed buffers are registered step by step.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -326,12 +327,20 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 	void *dst = NULL;
 
 	memset(rep, 0, sizeof(*rep));
+	if (r->backend == PIN_BACKEND_DEVICE && r->lazy && !r->map &&
+	    !(o->flags & (PIN_IO_PIN_FIRST | PIN_IO_NO_KERNEL_FILL))) {
+		ret = pin__fill_kernel(r, f, aoff, span, need_end, o, st, rep);
+		if (!ret)
+			return populate_rest(r);	/* span 0: no step */
+		if (ret != -EOPNOTSUPP)
+			return ret;
+	}
 	ret = filler_init(&fl, r, span, o);
 	if (ret)
 		return ret;
 	if (r->backend == PIN_BACKEND_PORTABLE && !r->map)
 		ret = map_portable(&fl);
-	else if (r->lazy && !r->map)
+	else if (r->lazy)
 		ret = map_device_lazy(&fl);
 	if (ret)
 		goto out;

@@ -17,6 +17,7 @@ struct pin__fill_report {
 	uint64_t step;		/* bytes per step */
 	size_t nsteps;
 	struct pin__step_times *times;
+	int kernel_fill;	/* the module's FILL pinned and read each step */
 };
 
 /*
@@ -30,5 +31,18 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 			uint64_t aoff, uint64_t span, uint64_t need_end,
 			const struct pin_io_opts *o, struct pin_io_stats *st,
 			struct pin__fill_report *rep);
+
+/*
+ * The same for a lazy device region (not mapped yet) through the module's
+ * FILL (fill_kernel.c), each step allocated and read by the kernel; the
+ * region is whole and mapped (r->map) on return. -EOPNOTSUPP, with the
+ * reason in st->fallback_reason, where the module or the file cannot
+ * (nothing counted in st; chunks it made stay, as POPULATE would make
+ * them).
+ */
+int pin__fill_kernel(struct pin_region *r, struct pin__file *f,
+		     uint64_t aoff, uint64_t span, uint64_t need_end,
+		     const struct pin_io_opts *o, struct pin_io_stats *st,
+		     struct pin__fill_report *rep);
 
 #endif /* LIBPIN_FILL_H */

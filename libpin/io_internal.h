@@ -94,6 +94,9 @@ int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
 		       const struct pin_io_opts *o, struct pin_io_stats *st,
 		       struct pin__pace *pace);
 
+/* -ESTALE (with st->error) if f's size is no longer the one it opened with. */
+int pin__io_check_size(const struct pin__file *f, struct pin_io_stats *st);
+
 /* Append a reason to st->fallback_reason ("; " between reasons). */
 void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -43,7 +43,7 @@ static int pace_advance(struct engine *e, struct pin__pace *pace, char *dst,
 	return 0;
 }
 
-static int size_changed(struct pin__file *f, struct pin_io_stats *st)
+int pin__io_check_size(const struct pin__file *f, struct pin_io_stats *st)
 {
 	struct stat sb;
 
@@ -160,7 +160,7 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 			uint64_t at = s->off + (uint64_t)res;
 
 			pin__engine_drain(e, st, f->path);
-			ret = size_changed(f, st);
+			ret = pin__io_check_size(f, st);
 			if (ret < 0)
 				return ret;
 			return pin__io_fail(st->error, sizeof(st->error), -EIO,
@@ -183,7 +183,7 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		if (o->progress)
 			o->progress(o->progress_arg, done, span);
 	}
-	return size_changed(f, st);
+	return pin__io_check_size(f, st);
 }
 
 int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
@@ -203,7 +203,7 @@ int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
 	int ret;
 
 	if (!span)
-		return size_changed(f, st);
+		return pin__io_check_size(f, st);
 	if (f->direct && (uintptr_t)dst % PIN_IO_ALIGN) {
 		pin__io_note_fallback(st, "%s: destination not %u-aligned", f->path,
 				      PIN_IO_ALIGN);

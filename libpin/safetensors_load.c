@@ -62,6 +62,7 @@ static void keep_steps(struct pin_st *ck, unsigned fi,
 
 			memset(s, 0, sizeof(*s));
 			s->file = fi;
+			s->flags = rep->kernel_fill ? PIN_ST_STEP_KERNEL_FILL : 0;
 			s->offset = k * rep->step;
 			s->length = span - s->offset < rep->step ?
 				    span - s->offset : rep->step;

@@ -74,6 +74,8 @@ struct cfg {
 	long read_ahead_kb;	/* of the file's disk; -1: unknown */
 	int hugetlb_pool;	/* --hugetlb-pool: set one for the run */
 	int pin_first;		/* --pin-first: libpin loads without overlap */
+	int no_kernel_fill;	/* --no-kernel-fill: device loads via io_uring */
+	int kernel_fill[2];	/* per backend: the last load used FILL */
 	long pool_was, pool_set;	/* nr_hugepages before, during */
 	const char *pages[2];	/* per backend: the last load's pages */
 };
@@ -158,10 +160,21 @@ static double median(const struct series *s)
 #include "pinbench_baselines.h"
 #include "pinbench_report.h"
 
+/* Whether the load's steps were read by the module's FILL. */
+static int kernel_filled(const struct pin_st *ck)
+{
+	struct pin_st_step step;
+
+	return pin_st_timeline(ck, &step, 1) > 0 &&
+	       (step.flags & PIN_ST_STEP_KERNEL_FILL);
+}
+
 static int bench_load(struct cfg *c, const char *file)
 {
 	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
-				 .flags = c->pin_first ? PIN_IO_PIN_FIRST : 0 };
+				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
+					  (c->no_kernel_fill ?
+					   PIN_IO_NO_KERNEL_FILL : 0) };
 	struct series s[9];
 	struct pin_dev *devs[2] = { 0 };
 	struct pin_region *r = NULL;
@@ -242,10 +255,12 @@ static int bench_load(struct cfg *c, const char *file)
 			add_phases(ph[b], ck);
 			c->pages[b] = page_kind(pin_dev_backend(devs[b]),
 						pin_st_region(ck, 0));
+			c->kernel_fill[b] = kernel_filled(ck);
 			pin_st_stats(ck, &st);
 			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
 			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
-			if (!st.direct || !st.fixed_buffers)
+			if (!st.direct || (!st.fixed_buffers &&
+					    !c->kernel_fill[b]))
 				snprintf(fb, sizeof(fb), "libpin: %s%s",
 					 st.direct ? "O_DIRECT; " : "buffered; ",
 					 st.fallback_reason);
@@ -447,6 +462,8 @@ static void usage(void)
 		"                      file (root; nr_hugepages restored afterwards)\n"
 		"  --pin-first         load: libpin pins all of the region before reading\n"
 		"                      (no overlap), to compare with the default\n"
+		"  --no-kernel-fill    load, device backend: read through the mapping\n"
+		"                      with io_uring instead of the module's FILL\n"
 		"  --version           pinbench's and libpin's version\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
@@ -490,6 +507,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "hugetlb-pool", no_argument, NULL, 'H' },
 		{ "pin-first", no_argument, NULL, 'P' },
+		{ "no-kernel-fill", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -539,6 +557,7 @@ int main(int argc, char **argv)
 		case 'j': c.json = 1; break;
 		case 'H': c.hugetlb_pool = 1; break;
 		case 'P': c.pin_first = 1; break;
+		case 'K': c.no_kernel_fill = 1; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());

@@ -55,13 +55,15 @@ static void report_phases(const struct cfg *c, const char *const *backend,
 			printf("%s\"libpin %s\":\"%s\"", b ? "," : "",
 			       backend[b], c->pages[b]);
 		else
-			printf("  libpin %s: pages %s\n", backend[b],
-			       c->pages[b]);
+			printf("  libpin %s: pages %s%s\n", backend[b],
+			       c->pages[b], c->kernel_fill[b] ?
+			       ", read by the module (FILL)" : "");
 	}
 	if (c->json)
 		printf("},\"hugetlb_pool\":{\"was\":%ld,\"set\":%ld},"
-		       "\"pin_first\":%s", c->pool_was, c->pool_set,
-		       c->pin_first ? "true" : "false");
+		       "\"pin_first\":%s,\"kernel_fill\":%s", c->pool_was,
+		       c->pool_set, c->pin_first ? "true" : "false",
+		       c->kernel_fill[0] ? "true" : "false");
 	else if (c->pool_set >= 0)
 		printf("  hugetlb pool: %ld pages of 2 MiB for the run (was %ld, restored)\n",
 		       c->pool_set, c->pool_was);

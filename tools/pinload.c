@@ -156,6 +156,8 @@ static void usage(void)
 		"  --buffered          no O_DIRECT\n"
 		"  --no-fixed          no registered buffers\n"
 		"  --pin-first         pin all of the region before reading (no overlap)\n"
+		"  --no-kernel-fill    device backend: read through the mapping with\n"
+		"                      io_uring, not the module's FILL\n"
 		"  --no-progress       no progress bar even on a terminal\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
@@ -189,6 +191,7 @@ int main(int argc, char **argv)
 		{ "buffered", no_argument, NULL, 'B' },
 		{ "no-fixed", no_argument, NULL, 'F' },
 		{ "pin-first", no_argument, NULL, 'R' },
+		{ "no-kernel-fill", no_argument, NULL, 'K' },
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -223,6 +226,7 @@ int main(int argc, char **argv)
 		case 'B': o.flags |= PIN_IO_BUFFERED; break;
 		case 'F': o.flags |= PIN_IO_NO_FIXED; break;
 		case 'R': o.flags |= PIN_IO_PIN_FIRST; break;
+		case 'K': o.flags |= PIN_IO_NO_KERNEL_FILL; break;
 		case 'P': noprog = 1; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
@@ -250,11 +254,12 @@ int main(int argc, char **argv)
 		struct pin_st *ck = pin_st_new();
 		struct pin_io_stats st;
 		struct pin_st_phases ph;
+		struct pin_st_step step;
 		uint64_t bad = 0, chunks = 0, fbchunks = 0, bytes = 0;
 		const char *vres = NULL;
 		size_t f, t;
 		double secs, cpu;
-		int ret;
+		int ret, kfill;
 
 		if (!ck) {
 			fprintf(stderr, "pinload: out of memory\n");
@@ -280,6 +285,8 @@ int main(int argc, char **argv)
 		}
 		pin_st_stats(ck, &st);
 		pin_st_phases(ck, &ph);
+		kfill = pin_st_timeline(ck, &step, 1) > 0 &&
+			(step.flags & PIN_ST_STEP_KERNEL_FILL);
 		for (f = 0; f < pin_st_file_count(ck); f++) {
 			struct pin_region_info ri;
 
@@ -310,7 +317,7 @@ int main(int argc, char **argv)
 			       "\"transfer_seconds\":%.6f,\"alloc_seconds\":%.6f,"
 			       "\"pin_seconds\":%.6f,\"seal_seconds\":%.6f,"
 			       "\"cpu_seconds\":%.6f,\"cpu_s_per_gb\":%.3f,"
-			       "\"direct\":%s,"
+			       "\"direct\":%s,\"kernel_fill\":%s,"
 			       "\"fixed_buffers\":%s,\"fallback_reason\":",
 			       pin_backend_name(pin_dev_backend(dev)),
 			       pin_st_file_count(ck), pin_st_count(ck),
@@ -321,6 +328,7 @@ int main(int argc, char **argv)
 			       (double)ph.pin_ns / 1e9, (double)ph.seal_ns / 1e9,
 			       cpu, st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0,
 			       st.direct ? "true" : "false",
+			       kfill ? "true" : "false",
 			       st.fixed_buffers ? "true" : "false");
 			json_str(stdout, st.fallback_reason);
 			printf(",\"queue_depth\":%u,\"request_size\":%u,"
@@ -358,6 +366,7 @@ int main(int argc, char **argv)
 			       st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0);
 			printf("  %s, %s, %llu requests of up to %u bytes, queue depth %u, %llu short, %llu retried\n",
 			       st.direct ? "O_DIRECT" : "buffered fallback",
+			       kfill ? "read by the module (FILL)" :
 			       st.fixed_buffers ? "fixed buffers" : "no fixed buffers",
 			       (unsigned long long)st.requests, st.request_size,
 			       st.queue_depth, (unsigned long long)st.short_ios,

@@ -169,8 +169,7 @@ TEST_F_TIMEOUT(failnth, sweep, 900)
 
 	for (n = 1; n <= MAX_NTH && fired; n++) {
 		f = (struct fx){ .dev = self->env.dev, .rfd = -1, .vfd = -1,
-				 .file = -1,
-				 .pipe = { -1, -1 }, .seed = n };
+				 .file = -1, .pipe = { -1, -1 }, .seed = n };
 		if (op->setup)
 			op->setup(_metadata, &f);
 		nth_arm(n);
@@ -194,8 +193,7 @@ TEST_F_TIMEOUT(failnth, sweep, 900)
 				   op->name, MAX_NTH);
 	/* And a normal run works. */
 	f = (struct fx){ .dev = self->env.dev, .rfd = -1, .vfd = -1,
-			 .file = -1,
-			 .pipe = { -1, -1 }, .seed = 7 };
+			 .file = -1, .pipe = { -1, -1 }, .seed = 7 };
 	if (op->setup)
 		op->setup(_metadata, &f);
 	ret = op->call(&f);

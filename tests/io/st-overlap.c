@@ -5,7 +5,10 @@
  * small pages, or the device with module ABI 4's ALLOC_LAZY: pinning is
  * done step by step there) the reads under way before the pinning is
  * done, the pinning of step k + 1 begun before the reads of step k came
- * back; with PIN_IO_PIN_FIRST, all of it pinned before the first read. The
+ * back; with module ABI 5 the device's steps are the module's FILLs, each
+ * pinning and reading its step, several under way at once, and with
+ * PIN_IO_NO_KERNEL_FILL the io_uring path as with ABI 4; with
+ * PIN_IO_PIN_FIRST, all of it pinned before the first read. The
  * data is the file's, the region sealed, its pages locked; a
  * save leaves no timeline and bad arguments are refused.
  *   st-overlap DIR
@@ -47,7 +50,12 @@ static int mlock_counts(void)
 	return counts;
 }
 
-static void check_steps(const struct pin_st_step *s, int n, int overlap)
+/*
+ * kfill: every step made by the module's FILL, which pins and reads it in
+ * one call (its pin and read times are the same), several at a time.
+ */
+static void check_steps(const struct pin_st_step *s, int n, int overlap,
+			int kfill)
 {
 	uint64_t covered = 0;
 	int k, ahead = 0;
@@ -59,9 +67,16 @@ static void check_steps(const struct pin_st_step *s, int n, int overlap)
 		covered += s[k].length;
 		CHECK(s[k].pin_begin_ns && s[k].pin_end_ns >= s[k].pin_begin_ns,
 		      "step %d: pin times", k);
-		CHECK(s[k].read_begin_ns >= s[k].pin_end_ns,
-		      "step %d read %lld ns before it was pinned", k,
-		      (long long)(s[k].pin_end_ns - s[k].read_begin_ns));
+		CHECK_EQ(s[k].flags, kfill ? PIN_ST_STEP_KERNEL_FILL : 0u);
+		if (kfill)
+			CHECK(s[k].read_begin_ns == s[k].pin_begin_ns &&
+			      s[k].read_end_ns == s[k].pin_end_ns,
+			      "step %d: FILL's read and pin times differ", k);
+		else
+			CHECK(s[k].read_begin_ns >= s[k].pin_end_ns,
+			      "step %d read %lld ns before it was pinned", k,
+			      (long long)(s[k].pin_end_ns -
+					  s[k].read_begin_ns));
 		CHECK(s[k].read_end_ns > s[k].read_begin_ns,
 		      "step %d: read times", k);
 		if (k + 1 < n && s[k + 1].pin_begin_ns < s[k].read_end_ns)
@@ -97,7 +112,7 @@ int main(int argc, char **argv)
 	struct pin_st_tensor got;
 	struct pin_dev *dev;
 	long long lck;
-	int n, portable, stepwise;
+	int n, portable, stepwise, kfill;
 
 	CHECK(data && ck, "memory");
 	snprintf(path, sizeof(path), "%s/st-overlap-%d.safetensors",
@@ -121,8 +136,10 @@ int main(int argc, char **argv)
 	/* hugetlb pages, and a device region of a module before ABI 4, are
 	 * allocated up front; the rest is pinned step by step. */
 	stepwise = portable ? ri.min_order == 0 : di.abi_version >= 4;
-	check_steps(steps, n, stepwise);
+	kfill = !portable && di.abi_version >= 5;
+	check_steps(steps, n, stepwise, kfill);
 	printf("# %s: %s\n", portable ? "portable" : "device",
+	       kfill ? "filled by the module, steps in parallel" :
 	       stepwise ? "pinned step by step" : "pinned up front");
 	CHECK_EQ(ri.state, PIN_STATE_SEALED);
 	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
@@ -134,6 +151,22 @@ int main(int argc, char **argv)
 		printf("# locked pages not checked (not root, or mlock intercepted by the sanitizer)\n");
 
 	pin_st_free(ld);
+
+	if (kfill) {
+		/* The module's FILL declined: io_uring reads, step by step. */
+		o.flags = PIN_IO_NO_KERNEL_FILL;
+		ld = pin_st_new();
+		CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s",
+		      pin_st_error(ld));
+		n = pin_st_timeline(ld, steps, 64);
+		CHECK(n > 1 && n <= 64, "%d steps", n);
+		check_steps(steps, n, 1, 0);
+		printf("# device, PIN_IO_NO_KERNEL_FILL: pinned step by step\n");
+		CHECK_EQ(pin_st_find(ld, "w", &got), 0);
+		CHECK(!memcmp(got.data, data, SIZE),
+		      "the loaded bytes differ (no kernel fill)");
+		pin_st_free(ld);
+	}
 
 	/* PIN_IO_PIN_FIRST: all of it pinned before the first read. */
 	o.flags = PIN_IO_PIN_FIRST;

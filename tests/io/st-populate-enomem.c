@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A device load (module ABI 4) populates its lazy region step by step; if
- * the kernel has no 2 MiB pages left for a step (POPULATE: ENOMEM), the
- * load starts again into a region allocated whole, which may fall back to
- * smaller chunks, and says so in fallback_reason. The ENOMEM is forced by
- * this program's own ioctl(), which libpin (linked statically) calls: the
- * second POPULATE fails. Device backend only; skipped elsewhere.
+ * A device load (module ABI 4) populates its lazy region step by step (ABI
+ * 5: FILLs it); if the kernel has no 2 MiB pages left for a step (POPULATE
+ * or FILL: ENOMEM), the load starts again into a region allocated whole,
+ * which may fall back to smaller chunks, and says so in fallback_reason.
+ * The ENOMEM is forced by this program's own ioctl(), which libpin (linked
+ * statically) calls: the second POPULATE, or FILL, fails. Device backend
+ * only; skipped elsewhere.
  *   st-populate-enomem DIR
  */
 #include <dlfcn.h>
@@ -18,7 +19,8 @@
 
 #define SIZE	(48u << 20)
 
-static int populates;		/* POPULATE calls seen */
+static unsigned long fail_req;	/* the ioctl made to fail */
+static int calls;		/* calls of it seen */
 static int fail_at;		/* the call that fails, 0: none */
 
 int ioctl(int fd, unsigned long req, ...)
@@ -32,11 +34,43 @@ int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (!real)
 		real = (int (*)(int, unsigned long, ...))dlsym(RTLD_NEXT, "ioctl");
-	if (req == PINMEM_IOC_POPULATE && ++populates == fail_at) {
+	if (req == fail_req && ++calls == fail_at) {
 		errno = ENOMEM;
 		return -1;
 	}
 	return real(fd, req, arg);
+}
+
+/* Load path with the second call of req failing with ENOMEM. */
+static void load_failing(struct pin_dev *dev, const char *path,
+			 const uint8_t *data, unsigned long req,
+			 const char *name, unsigned flags)
+{
+	struct pin_io_opts o = { .flags = flags };
+	struct pin_region_info ri;
+	struct pin_io_stats st;
+	struct pin_st_tensor got;
+	struct pin_st *ld = pin_st_new();
+
+	CHECK(ld, "memory");
+	fail_req = req;
+	calls = 0;
+	fail_at = 2;
+	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	CHECK(calls >= 2, "%d %s calls: the load was not lazy", calls, name);
+	CHECK_EQ(pin_st_stats(ld, &st), 0);
+	CHECK(strstr(st.fallback_reason, "no 2 MiB pages left while loading"),
+	      "fallback_reason \"%s\"", st.fallback_reason);
+	CHECK_EQ(pin_region_info(pin_st_region(ld, 0), &ri), 0);
+	CHECK_EQ(ri.state, PIN_STATE_SEALED);
+	CHECK(ri.nr_chunks + ri.nr_fallback_chunks >= SIZE >> 21,
+	      "%llu chunks", (unsigned long long)ri.nr_chunks);
+	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
+	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ");
+	printf("# %s %d failed; loaded again into a region allocated whole: \"%s\"\n",
+	       name, fail_at, st.fallback_reason);
+	fail_req = 0;
+	pin_st_free(ld);
 }
 
 int main(int argc, char **argv)
@@ -48,10 +82,7 @@ int main(int argc, char **argv)
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE,
 	};
-	struct pin_st *ck, *ld;
-	struct pin_region_info ri;
-	struct pin_io_stats st;
-	struct pin_st_tensor got;
+	struct pin_st *ck;
 	struct pin_dev_info di;
 	struct pin_dev *dev;
 
@@ -75,23 +106,13 @@ int main(int argc, char **argv)
 	CHECK(pin_st_save(ck, path, &t, 1, NULL, NULL, 0, NULL) == 0, "%s",
 	      pin_st_error(ck));
 
-	fail_at = 2;
-	ld = pin_st_new();
-	CHECK(pin_st_load(ld, dev, path, NULL) == 0, "%s", pin_st_error(ld));
-	CHECK(populates >= 2, "%d POPULATE calls: the load was not lazy",
-	      populates);
-	CHECK_EQ(pin_st_stats(ld, &st), 0);
-	CHECK(strstr(st.fallback_reason, "no 2 MiB pages left while loading"),
-	      "fallback_reason \"%s\"", st.fallback_reason);
-	CHECK_EQ(pin_region_info(pin_st_region(ld, 0), &ri), 0);
-	CHECK_EQ(ri.state, PIN_STATE_SEALED);
-	CHECK(ri.nr_chunks + ri.nr_fallback_chunks >= SIZE >> 21,
-	      "%llu chunks", (unsigned long long)ri.nr_chunks);
-	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
-	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ");
-	printf("# POPULATE %d failed; loaded again into a region allocated whole: \"%s\"\n",
-	       fail_at, st.fallback_reason);
-	pin_st_free(ld);
+	load_failing(dev, path, data, PINMEM_IOC_POPULATE, "POPULATE",
+		     PIN_IO_NO_KERNEL_FILL);
+	if (di.abi_version >= 5)
+		load_failing(dev, path, data, PINMEM_IOC_FILL, "FILL", 0);
+	else
+		printf("# module ABI %u has no FILL: not tried\n",
+		       di.abi_version);
 
 	pin_close(dev);
 	pin_st_free(ck);
