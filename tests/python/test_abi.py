@@ -19,6 +19,7 @@ MIRRORS = {
     "pin_io_opts": _lib.PinIoOpts,
     "pin_io_stats": _lib.PinIoStats,
     "pin_st_tensor": _lib.PinStTensor,
+    "pin_st_step": _lib.PinStStep,
 }
 
 

@@ -121,6 +121,23 @@ class PinIoStats(Structure):
     ]
 
 
+# One step of a load (pin_st_timeline); flags: PIN_ST_STEP_*.
+PIN_ST_STEP_KERNEL_FILL = 1
+
+
+class PinStStep(Structure):
+    _fields_ = [
+        ("file", c_uint32),
+        ("flags", c_uint32),
+        ("offset", c_uint64),
+        ("length", c_uint64),
+        ("pin_begin_ns", c_uint64),
+        ("pin_end_ns", c_uint64),
+        ("read_begin_ns", c_uint64),
+        ("read_end_ns", c_uint64),
+    ]
+
+
 class PinStTensor(Structure):
     _fields_ = [
         ("name", c_char_p),
@@ -213,6 +230,7 @@ _OPTIONAL = {
     "pin_send_fd": (c_int, [c_int, c_int]),
     "pin_recv_fd": (c_int, [c_int, POINTER(c_int)]),
     "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),
+    "pin_st_timeline": (c_int, [_st, POINTER(PinStStep), c_size_t]),
     "pin_st_save": (c_int, [_st, c_char_p, POINTER(PinStTensor), c_size_t,
                             POINTER(c_char_p), POINTER(c_char_p), c_size_t,
                             POINTER(PinIoOpts)]),

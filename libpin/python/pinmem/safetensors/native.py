@@ -29,6 +29,13 @@ def _opts(queue_depth, request_size, direct):
     return o
 
 
+def _kernel_fill(ck):
+    """Whether the module's FILL read the load (device backend, ABI 5)."""
+    step = _lib.PinStStep()
+    return lib.pin_st_timeline(ck, ctypes.byref(step), 1) > 0 and \
+        bool(step.flags & _lib.PIN_ST_STEP_KERNEL_FILL)
+
+
 def _stats(ck):
     s = _lib.PinIoStats()
     if lib.pin_st_stats(ck, ctypes.byref(s)) < 0:
@@ -41,6 +48,7 @@ def _stats(ck):
             "retries": s.retries, "queue_depth": s.queue_depth,
             "request_size": s.request_size, "direct": bool(s.direct),
             "fixed_buffers": bool(s.fixed_buffers),
+            "kernel_fill": _kernel_fill(ck),
             "fallback_reason": _lib.text(s.fallback_reason)}
 
 
