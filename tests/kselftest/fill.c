@@ -88,21 +88,6 @@ static uint64_t nr_chunks(struct __test_metadata *_metadata, int rfd)
 	return ri.nr_chunks;
 }
 
-/* Whether reading the byte at p kills a child with SIGBUS. */
-static int read_is_sigbus(const volatile char *p)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		(void)*p;
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
-}
-
 /* The first byte of p[0..end) that is not the file's (from file_off on,
  * len bytes) then zero, or -1. */
 static long long first_wrong(const char *p, uint64_t file_off, uint64_t len,
@@ -136,7 +121,7 @@ TEST_F(fill, reads_the_file_and_zeroes_past_its_end)
 	EXPECT_EQ(3, nr_chunks(_metadata, rfd));
 	p = pm_map(rfd, size, PROT_READ, 0);
 	ASSERT_FILE_THEN_ZERO(p, 0, fsize, 3 * CHUNK);
-	EXPECT_EQ(1, read_is_sigbus(p + 3 * CHUNK));	/* not in the range */
+	EXPECT_EQ(1, pm_read_is_sigbus(p + 3 * CHUNK));	/* not in the range */
 	pm_unmap(p, size);
 	close(fd);
 	close(rfd);
@@ -158,7 +143,7 @@ TEST_F(fill, file_offset_and_region_offset)
 	ASSERT_EQ((long long)(CHUNK - PG),
 		  fill(rfd, fd, 0, 2 * CHUNK, CHUNK - PG));
 	p = pm_map(rfd, size, PROT_READ, 0);
-	EXPECT_EQ(1, read_is_sigbus(p));
+	EXPECT_EQ(1, pm_read_is_sigbus(p));
 	ASSERT_FILE_THEN_ZERO(p + CHUNK, foff, CHUNK, CHUNK);
 	ASSERT_FILE_THEN_ZERO(p + 2 * CHUNK, 0, CHUNK - PG, CHUNK - PG);
 	pm_unmap(p, size);

@@ -179,6 +179,21 @@ static inline void pm_teardown(struct __test_metadata *_metadata,
 	close(env->dev);
 }
 
+/* Whether reading the byte at p kills a child with SIGBUS (-1: no child). */
+static inline int pm_read_is_sigbus(const volatile char *p)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		(void)*p;
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
+}
+
 #define PM_FIXTURE(name)						\
 	FIXTURE(name) { struct pm_env env; };				\
 	FIXTURE_SETUP(name) { pm_setup(_metadata, &self->env); }	\

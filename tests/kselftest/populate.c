@@ -46,21 +46,6 @@ static int populate(int rfd, uint64_t off, uint64_t len)
 	return ioctl(rfd, PINMEM_IOC_POPULATE, &p);
 }
 
-/* Whether reading the byte at p kills a child with SIGBUS. */
-static int read_is_sigbus(const volatile char *p)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		(void)*p;
-		_exit(0);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS;
-}
-
 static long long meminfo_kib(const char *key)
 {
 	char line[128];
@@ -121,16 +106,16 @@ TEST_F(populate, unpopulated_chunk_is_sigbus_and_efault)
 
 	ASSERT_LE(0, rfd);
 	p = pm_map(rfd, size, PROT_READ | PROT_WRITE, 0);
-	EXPECT_EQ(1, read_is_sigbus(p + CHUNK + 100));
+	EXPECT_EQ(1, pm_read_is_sigbus(p + CHUNK + 100));
 	/* GUP, as O_DIRECT or a registration would take it. */
 	ASSERT_OK(pipe(pfd));
 	ASSERT_ERRNO(EFAULT, vmsplice(pfd[1], &(struct iovec){ p, PG }, 1, 0));
 	ASSERT_ERRNO(EFAULT, write(pfd[1], p + 3 * CHUNK, PG));
 
 	ASSERT_OK(populate(rfd, CHUNK, PG));	/* chunk 1 only */
-	EXPECT_EQ(0, read_is_sigbus(p + CHUNK + 100));
-	EXPECT_EQ(1, read_is_sigbus(p + 100));
-	EXPECT_EQ(1, read_is_sigbus(p + 2 * CHUNK));
+	EXPECT_EQ(0, pm_read_is_sigbus(p + CHUNK + 100));
+	EXPECT_EQ(1, pm_read_is_sigbus(p + 100));
+	EXPECT_EQ(1, pm_read_is_sigbus(p + 2 * CHUNK));
 	ASSERT_EQ(PG, write(pfd[1], p + CHUNK, PG));
 	close(pfd[0]);
 	close(pfd[1]);
