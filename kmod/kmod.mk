@@ -49,8 +49,11 @@ ifeq ($(filter $(realpath $(KMOD_RUNNING_KDIR)),$(foreach k,$(KMOD_HAVE),$(realp
 KMOD_BUILDS += $(KMOD_RUNNING):$(KMOD_RUNNING_KDIR)
 endif
 endif
+# Only goals that build the module need headers: "make deps" is what
+# installs them, "make clean" removes what was built.
+KMOD_GOALS_NEED_HEADERS := $(if $(MAKECMDGOALS),$(filter-out deps clean,$(MAKECMDGOALS)),all)
 ifneq ($(KMOD_MISSING),)
-ifeq ($(KMOD_BUILDS),)
+ifeq ($(KMOD_BUILDS)$(if $(KMOD_GOALS_NEED_HEADERS),,none),)
 $(error pinmem.ko: no kernel headers for $(KMOD_MISSING): $(KMOD_HEADERS_HINT); \
 for any other kernel: make KDIR=/lib/modules/RELEASE/build)
 endif
