@@ -43,10 +43,6 @@
 #include "io_internal.h"
 #include "fill.h"
 
-#define STEP_MIN	(4ULL << 20)
-#define STEP_MAX	(64ULL << 20)
-#define STEPS_WANTED	16	/* enough steps that the first is small */
-
 struct filler {
 	struct pin__pace pace;		/* first: io_read.c hands it back */
 	struct pin_region *r;
@@ -67,12 +63,9 @@ struct filler {
 /* Step size: a multiple of the request size, at most a fixed buffer. */
 static uint64_t step_for(uint64_t span, uint32_t request_size)
 {
-	uint64_t step = span / STEPS_WANTED, max = pin__io_fixed_span_max();
+	uint64_t step = pin__fill_step_bytes(span);
+	uint64_t max = pin__io_fixed_span_max();
 
-	if (step < STEP_MIN)
-		step = STEP_MIN;
-	if (step > STEP_MAX)
-		step = STEP_MAX;
 	if (step > max)
 		step = max;
 	step = step / request_size * request_size;

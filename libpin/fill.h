@@ -11,6 +11,19 @@
 
 #include "io_internal.h"
 
+/*
+ * Bytes per step, before each path rounds it to its own unit: about
+ * sixteen steps over the span, so that the first is small and the reads
+ * start early, but each 4-64 MiB.
+ */
+static inline uint64_t pin__fill_step_bytes(uint64_t span)
+{
+	const uint64_t min = 4ULL << 20, max = 64ULL << 20;
+	uint64_t step = span / 16;
+
+	return step < min ? min : step > max ? max : step;
+}
+
 /* What a fill did, step by step; times is the caller's to free. */
 struct pin__fill_report {
 	uint64_t pin_ns;	/* time spent preparing (overlaps the reads) */

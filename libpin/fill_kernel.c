@@ -34,9 +34,6 @@
 #include "io_internal.h"
 #include "fill.h"
 
-#define KFILL_STEP_MIN		(4ULL << 20)
-#define KFILL_STEP_MAX		(64ULL << 20)
-#define KFILL_STEPS_WANTED	16
 #define KFILL_THREADS_MAX	8
 
 struct kfill {
@@ -54,15 +51,11 @@ struct kfill {
 					 * short before need_end, or 0 */
 };
 
-/* Whole chunks, about STEPS_WANTED of them over the span. */
+/* The common step, in whole chunks. */
 static uint64_t kfill_step(uint64_t span)
 {
-	uint64_t step = span / KFILL_STEPS_WANTED;
+	uint64_t step = pin__fill_step_bytes(span);
 
-	if (step < KFILL_STEP_MIN)
-		step = KFILL_STEP_MIN;
-	if (step > KFILL_STEP_MAX)
-		step = KFILL_STEP_MAX;
 	return (step + PINMEM_CHUNK_SIZE - 1) & ~(PINMEM_CHUNK_SIZE - 1);
 }
 
