@@ -6,11 +6,16 @@
 #
 # Installed: the library in LIBDIR (PREFIX/lib, or /usr/lib/<multiarch> when
 # PREFIX is /usr, as Debian has it), the headers in PREFIX/include/pinmem/
-# (pin.h, pin_version.h, uapi/pinmem.h; libpin.pc adds that directory, so
+# (LIBPIN_PUBLIC_HDRS and uapi/pinmem.h; libpin.pc adds that directory, so
 # `#include <pin.h>` keeps working), libpin.pc in LIBDIR/pkgconfig.
 
+# The public headers: pin.h, the headers it includes, and pin_version.h. The
+# one list of them: the install rule and every program built against libpin
+# (tools, tests) use it.
+LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h \
+		      include/pin_cuda.h $(PIN_VERSION_H)
 LIBPIN_SRCS	:= $(sort $(wildcard libpin/*.c))
-LIBPIN_HDRS	:= include/pin.h include/uapi/pinmem.h $(PIN_VERSION_H) $(wildcard libpin/*.h)
+LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h)
 LIBPIN_SONAME	:= libpin.so.$(VERSION_MAJOR)
 LIBPIN_REAL	:= libpin.so.$(VERSION)
 MULTIARCH	:= $(shell $(CC) -print-multiarch 2>/dev/null)
@@ -72,7 +77,7 @@ install-libpin: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a
 	ln -sf $(LIBPIN_SONAME) $(DESTDIR)$(LIBDIR)/libpin.so
 	install -m 0644 $(B)/lib/libpin.a $(DESTDIR)$(LIBDIR)/
 	sed $(LIBPIN_PC_SED) libpin/libpin.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/libpin.pc
-	install -m 0644 include/pin.h $(PIN_VERSION_H) $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 $(LIBPIN_PUBLIC_HDRS) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 include/uapi/pinmem.h $(DESTDIR)$(INCLUDEDIR)/uapi/
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 0644 libpin/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/

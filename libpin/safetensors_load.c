@@ -265,7 +265,7 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 	return 0;
 }
 
-/* Read file 0's data section into r at region_off (see pin.h). */
+/* Read file 0's data section into r at region_off (see pin_st.h). */
 static int fill_region(struct pin_st *ck, struct pin_region *r,
 		       uint64_t region_off, const struct pin_io_opts *o)
 {

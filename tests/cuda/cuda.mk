@@ -6,7 +6,7 @@
 CUDA_TEST_SRCS	:= $(filter-out tests/cuda/cuda-double.c,$(wildcard tests/cuda/*.c))
 CUDA_TESTS	:= $(patsubst tests/cuda/%.c,$(B)/tests/cuda/%,$(CUDA_TEST_SRCS))
 CUDA_TESTS_SAN	:= $(patsubst tests/cuda/%.c,$(B)/tests/cuda-san/%,$(CUDA_TEST_SRCS))
-CUDA_TEST_HDRS	:= tests/cuda/cuda-test.h tests/cuda/cuda-double.h include/pin.h
+CUDA_TEST_HDRS	:= tests/cuda/cuda-test.h tests/cuda/cuda-double.h $(LIBPIN_PUBLIC_HDRS)
 
 all: $(B)/tests/cuda/libcuda-double.so $(CUDA_TESTS) $(CUDA_TESTS_SAN)
 

@@ -12,7 +12,7 @@ IO_TESTS	:= $(patsubst tests/io/%.c,$(B)/tests/io/%,$(IO_TEST_SRCS))
 
 all: $(IO_TESTS) $(B)/tests/io/liburing-faults.so
 
-$(B)/tests/io/%: tests/io/%.c tests/io/io-test.h include/pin.h $(B)/lib-san/libpin.a
+$(B)/tests/io/%: tests/io/%.c tests/io/io-test.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -o $@ $(filter %.c,$^) $(B)/lib-san/libpin.a $(LIBPIN_LIBS)
 

@@ -15,11 +15,11 @@ LIBPIN_DESTLIB	 := $(LIBPIN_DESTDIR)$(if $(MULTIARCH),/usr/lib/$(MULTIARCH),/usr
 
 all: $(LIBPIN_TESTS) $(LIBPIN_SAN_TESTS) $(B)/tests/libpin-installed/example-donate
 
-$(B)/tests/libpin/%: tests/libpin/%.c tests/libpin/test.h include/pin.h $(B)/lib/libpin.so
+$(B)/tests/libpin/%: tests/libpin/%.c tests/libpin/test.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib
 
-$(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h include/pin.h $(B)/lib-san/libpin.a
+$(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -o $@ $< $(B)/lib-san/libpin.a -ldl -luring
 
@@ -28,8 +28,8 @@ $(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h include/pin.h $(B)
 # checkout. The rpath points into the staging root, which the guest sees at
 # the same path.
 $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
-		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a include/pin.h include/uapi/pinmem.h \
-		$(PIN_VERSION_H) libpin/libpin.pc.in $(wildcard libpin/man/*)
+		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a $(LIBPIN_PUBLIC_HDRS) \
+		include/uapi/pinmem.h libpin/libpin.pc.in $(wildcard libpin/man/*)
 	rm -rf $(LIBPIN_DESTDIR)
 	$(MAKE) --no-print-directory install-libpin DESTDIR=$(LIBPIN_DESTDIR) PREFIX=/usr
 	@mkdir -p $(@D)
@@ -39,6 +39,6 @@ $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
 
 # Helpers the guest suite drives (not tests themselves).
 all: $(B)/tests/libpin-helpers/hold-region $(B)/tests/libpin-helpers/hold-refs
-$(B)/tests/libpin-helpers/%: tests/libpin/helpers/%.c include/pin.h $(B)/lib/libpin.so
+$(B)/tests/libpin-helpers/%: tests/libpin/helpers/%.c $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,$(B)/lib

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The binding's ctypes structs match include/pin.h: a C program built
-against the header prints every mirrored field's offset and size."""
+"""The binding's ctypes structs match libpin's headers: a C program built
+against include/pin.h (which includes pin_io.h and pin_st.h) prints every
+mirrored field's offset and size."""
 import ctypes
 import os
 import shutil

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""ctypes declarations for libpin (include/pin.h). Internal to pinmem.
+"""ctypes declarations for libpin (include/pin.h and the headers it includes).
+Internal to pinmem.
 
 The library is found, in this order: the file named by $PINMEM_LIBPIN; the
 checkout's build (build/lib/libpin.so.0, three folders above this file);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpin: CUDA registration of owner and view mappings, through the CUDA
+ * driver loaded at run time.
+ *
+ * Part of libpin's public API: pin.h includes it, and the conventions at
+ * the top of pin.h hold here too. Programs include <pin.h>; this header
+ * also compiles on its own.
+ */
+#ifndef PIN_CUDA_H
+#define PIN_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pin_region;	/* pin.h */
+struct pin_view;	/* pin.h */
+
+/*
+ * cuMemHostRegister of owner and view mappings, through the CUDA driver
+ * loaded at run time: libpin has no link-time CUDA dependency. A handle
+ * holds the loaded driver and the retained primary context of one device;
+ * every driver call runs with that context pushed and pops it again, so the
+ * caller's current context is untouched. Registrations are PORTABLE (pinned
+ * for every context of the process) and split into chunks of at most
+ * PIN_CUDA_CHUNK_MAX bytes, one cuMemHostRegister each; unregistering
+ * passes the same bases. While registered, pin_region_free,
+ * pin_region_unmap and pin_view_unmap of that mapping return -EBUSY.
+ * Unregister a view's mappings before pin_view_close of that view.
+ */
+struct pin_cuda;
+
+#define PIN_CUDA_DEVICEMAP	(1U << 0)	/* + CU_MEMHOSTREGISTER_DEVICEMAP */
+#define PIN_CUDA_READ_ONLY	(1U << 1)	/* + CU_MEMHOSTREGISTER_READ_ONLY */
+
+/* The largest range handed to one cuMemHostRegister call: 64 GiB. */
+#define PIN_CUDA_CHUNK_MAX	(64ULL << 30)
+
+/*
+ * Load the driver and retain the primary context of device ordinal device
+ * (0 for the first GPU). The driver is dlopen("libcuda.so.1"), or the file
+ * named by the environment variable PIN_CUDA_LIBRARY. For tests only,
+ * PIN_CUDA_TEST_CHUNK=BYTES (a page multiple, at most PIN_CUDA_CHUNK_MAX)
+ * lowers the chunk size so that chunking shows on small regions.
+ * Errors: -ENOENT (no driver: dlopen failed; the text names the file and
+ * dlerror()), -ENOSYS (the driver lacks an entry point), -ENODEV (cuInit,
+ * cuDeviceGet or the primary context failed; the text names the CUresult),
+ * -EINVAL (device < 0, bad PIN_CUDA_TEST_CHUNK), -ENOMEM.
+ * On failure *cp is NULL and, if errbuf is not NULL, the reason in words
+ * is written there (at most errlen bytes, with NUL). A driver that got as
+ * far as cuInit stays loaded for the life of the process (unloading a CUDA
+ * driver is not safe); one that failed to load or lacks an entry point
+ * does not.
+ */
+int pin_cuda_open(struct pin_cuda **cp, int device, char *errbuf,
+		  size_t errlen);
+/* Unregister what is still registered through c, release, unload. */
+void pin_cuda_close(struct pin_cuda *c);
+const char *pin_cuda_error(const struct pin_cuda *c);
+/* The chunk size in force: PIN_CUDA_CHUNK_MAX unless a test lowered it. */
+uint64_t pin_cuda_chunk_max(const struct pin_cuda *c);
+
+/*
+ * The NUMA node of c's GPU (cuDeviceGetPCIBusId, then pin_pci_numa_node),
+ * for pin_alloc_on_node: -1 when the platform says none, -ENOSYS (the
+ * driver lacks cuDeviceGetPCIBusId), -EIO (it failed), -ENOENT.
+ */
+int pin_cuda_numa_node(struct pin_cuda *c);
+
+/*
+ * Register the region's owner mapping (made by pin_region_map if there is
+ * none yet). flags: PIN_CUDA_DEVICEMAP, PIN_CUDA_READ_ONLY (implied when
+ * the owner mapping is read-only). If a chunk fails, the chunks before it
+ * are unregistered again. Errors: -EINVAL (flags), -EBUSY (already
+ * registered), the mapping's errors, and the driver's CUresult as an
+ * errno: INVALID_VALUE -EINVAL, OUT_OF_MEMORY -ENOMEM,
+ * HOST_MEMORY_ALREADY_REGISTERED -EBUSY, NOT_PERMITTED -EPERM,
+ * NOT_SUPPORTED -EOPNOTSUPP, others -EIO; pin_cuda_error(c) names the
+ * CUresult and the chunk.
+ */
+int pin_cuda_register(struct pin_cuda *c, struct pin_region *r,
+		      unsigned flags);
+/* -ENOENT if r is not registered through c. */
+int pin_cuda_unregister(struct pin_cuda *c, struct pin_region *r);
+
+/*
+ * The same for the view mapping at addr (made by pin_view_map of v).
+ * PIN_CUDA_READ_ONLY is implied for a mapping without PROT_WRITE.
+ * -EINVAL if addr is not such a mapping; on unregister -ENOENT if it is
+ * not registered through c.
+ */
+int pin_cuda_register_view(struct pin_cuda *c, struct pin_view *v,
+			   void *addr, unsigned flags);
+int pin_cuda_unregister_view(struct pin_cuda *c, struct pin_view *v,
+			     void *addr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIN_CUDA_H */
