@@ -156,8 +156,8 @@ int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
 /*
  * Where the last load's time went, summed over its files: allocating the
  * regions (on the device backend the kernel zeroes and pins the chunks
- * here), making them present and locked (pin: on the portable backend a
- * helper thread does this step by step while the reads run, so pin and
+ * here), making them present and locked (pin: on the portable backend
+ * helper threads do this step by step while the reads run, so pin and
  * transfer overlap; where the module FILLs a device region, each step is
  * allocated and read in one call, and pin is the same time as transfer),
  * moving the bytes (stats.io_ns, the reads from first to last, waits for

@@ -4,8 +4,8 @@
  *
  * On the portable backend most of a load's cost is making memfd pages
  * present and locked; done first, it adds to the read instead of hiding
- * under it. So a helper thread prepares the region one step at a time
- * while the reads (io_read.c, paced) follow it step by step:
+ * under it. So helper threads prepare the region one step at a time
+ * while the reads (io_read.c, paced) follow them step by step:
  *
  *  - the owner mapping is read-only from the start (a mapping of an
  *    O_RDONLY reopen of the memfd);
@@ -15,6 +15,11 @@
  *    reads' mapping (write faults: zeroing and mapping), then mlock()s
  *    them in the owner mapping (minor faults, sixteen pages a fault);
  *  - the seal then finds no writable mapping and has nothing to remap.
+ *
+ * Preparing 4 KiB pages is CPU work (allocation, zeroing, a fault a page)
+ * that can run slower than the disk, so up to PREPARERS_MAX helpers (no
+ * more than the CPUs online) take steps in turn; the reads may use the
+ * prefix of steps that are all prepared.
  *
  * A device region made with ALLOC_LAZY is filled by the kernel where the
  * module has FILL (ABI 5; fill_kernel.c). Otherwise (module ABI 4, or
@@ -43,6 +48,8 @@
 #include "io_internal.h"
 #include "fill.h"
 
+#define PREPARERS_MAX	4
+
 struct filler {
 	struct pin__pace pace;		/* first: io_read.c hands it back */
 	struct pin_region *r;
@@ -52,12 +59,14 @@ struct filler {
 	size_t nsteps;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	uint64_t prepared;		/* under lock */
+	uint64_t prepared;		/* under lock: a prefix of the steps */
+	size_t nready;			/* under lock: steps in that prefix */
+	unsigned char *ready;		/* under lock: per step, prepared */
 	int err;			/* under lock */
+	atomic_size_t next;		/* the next step to claim */
 	atomic_int stop;
-	int unlocked;			/* mlock refused at some step */
+	atomic_int unlocked;		/* mlock refused at some step */
 	int falloc;			/* fallocate each step first */
-	uint64_t busy_ns;		/* the helper's time preparing */
 };
 
 /* Step size: a multiple of the request size, at most a fixed buffer. */
@@ -87,12 +96,22 @@ static int filler_ready(struct pin__pace *p, uint64_t want, int block,
 	return err;
 }
 
-static void publish(struct filler *fl, uint64_t prepared, int err)
+/* Step k is prepared (or failed): the reads may go up to the prefix. */
+static void publish(struct filler *fl, size_t k, int err)
 {
+	uint64_t step = fl->pace.step;
+
 	pthread_mutex_lock(&fl->lock);
-	fl->prepared = prepared;
-	if (err && !fl->err)
-		fl->err = err;
+	if (err) {
+		if (!fl->err)
+			fl->err = err;
+	} else {
+		fl->ready[k] = 1;
+		while (fl->nready < fl->nsteps && fl->ready[fl->nready])
+			fl->nready++;
+		fl->prepared = fl->nready * step < fl->span ?
+			       fl->nready * step : fl->span;
+	}
 	pthread_cond_broadcast(&fl->cond);
 	pthread_mutex_unlock(&fl->lock);
 }
@@ -137,9 +156,9 @@ static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 	if (madvise(fl->fill + off, len, MADV_POPULATE_WRITE) &&
 	    errno != EINVAL)
 		return -errno;
-	if (fl->unlocked || mlock(fl->owner + off, len)) {
+	if (atomic_load(&fl->unlocked) || mlock(fl->owner + off, len)) {
 		/* Over RLIMIT_MEMLOCK: present, not locked (as pin_region_map). */
-		fl->unlocked = 1;
+		atomic_store(&fl->unlocked, 1);
 		if (madvise(fl->owner + off, len, MADV_POPULATE_READ) &&
 		    errno != EINVAL)
 			return -errno;
@@ -147,6 +166,7 @@ static int prepare_step(struct filler *fl, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* Claim and prepare steps until none is left, or one failed. */
 static void *prepare_all(void *arg)
 {
 	struct filler *fl = arg;
@@ -154,20 +174,40 @@ static void *prepare_all(void *arg)
 	size_t k;
 	int err;
 
-	for (k = 0; k < fl->nsteps && !atomic_load(&fl->stop); k++) {
-		struct pin__step_times *t = &fl->pace.times[k];
-		uint64_t off = k * step;
-		uint64_t len = fl->span - off < step ? fl->span - off : step;
+	while (!atomic_load(&fl->stop)) {
+		struct pin__step_times *t;
+		uint64_t off, len;
 
+		k = atomic_fetch_add(&fl->next, 1);
+		if (k >= fl->nsteps)
+			break;
+		t = &fl->pace.times[k];
+		off = k * step;
+		len = fl->span - off < step ? fl->span - off : step;
 		t->pin_begin_ns = pin__now_ns();
 		err = prepare_step(fl, off, len);
 		t->pin_end_ns = pin__now_ns();
-		fl->busy_ns += t->pin_end_ns - t->pin_begin_ns;
-		publish(fl, off + len, err);
+		publish(fl, k, err);
 		if (err)
-			break;
+			atomic_store(&fl->stop, 1);
 	}
 	return NULL;
+}
+
+/*
+ * Helpers for a portable region's 4 KiB pages, one a CPU up to
+ * PREPARERS_MAX; one for a device region (POPULATE spreads a step over
+ * the CPUs itself) or where the pages are huge (little work a step).
+ */
+static unsigned preparers_wanted(const struct filler *fl)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n;
+
+	if (fl->r->lazy || fl->r->hugetlb || !fl->falloc || cpus < 2)
+		return 1;
+	n = cpus < PREPARERS_MAX ? (unsigned)cpus : PREPARERS_MAX;
+	return n < fl->nsteps ? n : (unsigned)(fl->nsteps ? fl->nsteps : 1);
 }
 
 /* The two mappings of a portable region; r->map becomes the owner's. */
@@ -219,8 +259,15 @@ static int filler_init(struct filler *fl, struct pin_region *r,
 	fl->nsteps = (size_t)((span + fl->pace.step - 1) / fl->pace.step);
 	fl->pace.times = calloc(fl->nsteps ? fl->nsteps : 1,
 				sizeof(*fl->pace.times));
-	if (!fl->pace.times)
+	fl->ready = calloc(fl->nsteps ? fl->nsteps : 1, 1);
+	if (!fl->pace.times || !fl->ready) {
+		free(fl->pace.times);
+		free(fl->ready);
 		return pin__fail(r->err, -ENOMEM, "fill: step table");
+	}
+	atomic_init(&fl->next, 0);
+	atomic_init(&fl->stop, 0);
+	atomic_init(&fl->unlocked, 0);
 	for (k = 0; k < fl->nsteps; k++) {
 		uint64_t len = span - k * fl->pace.step;
 
@@ -239,6 +286,7 @@ static void filler_destroy(struct filler *fl)
 	pthread_cond_destroy(&fl->cond);
 	pthread_mutex_destroy(&fl->lock);
 	free(fl->pace.times);
+	free(fl->ready);
 }
 
 /* What the steps did not reach of a lazy region (a no-op when whole). */
@@ -293,15 +341,33 @@ static int prepare_inline(struct filler *fl, void **dst)
 	for (k = 0; k < fl->nsteps; k++) {
 		fl->pace.times[k].pin_begin_ns = t0;
 		fl->pace.times[k].pin_end_ns = t1;
+		publish(fl, k, ret);
 	}
-	fl->busy_ns = t1 - t0;
-	publish(fl, fl->span, ret);
 	return ret;
+}
+
+/* Preparing took from the first step's start to the last one's end. */
+static uint64_t pin_wall_ns(const struct filler *fl)
+{
+	uint64_t first = UINT64_MAX, last = 0;
+	size_t k;
+
+	for (k = 0; k < fl->nsteps; k++) {
+		const struct pin__step_times *t = &fl->pace.times[k];
+
+		if (!t->pin_end_ns)
+			continue;	/* not reached: a failure stopped them */
+		if (t->pin_begin_ns < first)
+			first = t->pin_begin_ns;
+		if (t->pin_end_ns > last)
+			last = t->pin_end_ns;
+	}
+	return last > first ? last - first : 0;
 }
 
 static void report(struct filler *fl, struct pin__fill_report *rep)
 {
-	rep->pin_ns = fl->busy_ns;
+	rep->pin_ns = pin_wall_ns(fl);
 	rep->nsteps = fl->nsteps;
 	rep->step = fl->pace.step;
 	rep->times = fl->pace.times;
@@ -313,11 +379,12 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 			const struct pin_io_opts *o, struct pin_io_stats *st,
 			struct pin__fill_report *rep)
 {
+	pthread_t helpers[PREPARERS_MAX];
 	struct pin__refs_hold hold;
+	unsigned threads = 0, want;
 	struct filler fl;
-	pthread_t helper;
-	int threaded = 0, ret;
 	void *dst = NULL;
+	int ret;
 
 	memset(rep, 0, sizeof(*rep));
 	if (r->backend == PIN_BACKEND_DEVICE && r->lazy && !r->map &&
@@ -337,12 +404,14 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 		ret = map_device_lazy(&fl);
 	if (ret)
 		goto out;
-	if (fl.fill) {
+	if (fl.fill && !(o->flags & PIN_IO_PIN_FIRST)) {
 		dst = fl.fill;
-		threaded = !(o->flags & PIN_IO_PIN_FIRST) &&
-			   !pthread_create(&helper, NULL, prepare_all, &fl);
+		for (want = preparers_wanted(&fl); threads < want; threads++)
+			if (pthread_create(&helpers[threads], NULL,
+					   prepare_all, &fl))
+				break;
 	}
-	if (!threaded) {
+	if (!threads) {
 		ret = prepare_inline(&fl, &dst);
 		if (ret) {
 			pin__fail(r->err, ret, "fill: preparing the region");
@@ -354,15 +423,14 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 	ret = pin__io_read_paced(f, dst, aoff, span, need_end, o, st,
 				 &fl.pace);
 	pin__refs_release(&hold);
-	if (threaded) {
-		atomic_store(&fl.stop, 1);
-		pthread_join(helper, NULL);
-	}
+	atomic_store(&fl.stop, 1);
+	while (threads)
+		pthread_join(helpers[--threads], NULL);
 	/* A lazy region whole, for the seal (a file with no data: no step). */
 	if (!ret && r->lazy)
 		ret = populate_rest(r);
 	else if (!ret)
-		r->unlocked = fl.unlocked;
+		r->unlocked = atomic_load(&fl.unlocked);
 out_unmap:
 	if (fl.fill && fl.fill != r->map)
 		munmap(fl.fill, r->size);

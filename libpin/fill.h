@@ -36,7 +36,7 @@ struct pin__fill_report {
 /*
  * Read file bytes [aoff, aoff + span) into the start of r, a region that
  * is neither mapped nor filled yet (portable: allocated without its pages,
- * see pin__alloc_to_fill), while a helper thread pins it step by step
+ * see pin__alloc_to_fill), while helper threads pin it step by step
  * ahead of the reads. On return r->map is the owner mapping, read-only on
  * the portable backend, so that the seal need not remap it.
  */
