@@ -154,16 +154,21 @@ int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
  * -ENOMEM (a node without memory, or too little free on it), unless
  * PIN_ALLOC_ANY_NODE. node -1 is pin_alloc: the caller's mempolicy.
  * -EINVAL: no such node online, or ANY_NODE with node -1. -EOPNOTSUPP:
- * the portable backend, or a module older than ABI 3.
+ * a module older than ABI 3. On the portable backend the allocating
+ * thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED with
+ * ANY_NODE) for the time of the allocation: a node without memory, or
+ * with less in all than size, is -ENOMEM, but one that runs short meets
+ * the kernel's reclaim and OOM killer, as numactl --membind does.
  */
 int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
 		      int node, struct pin_region **rp);
 
 /*
  * Where the region's memory lies: bytes[n] (n < capacity) gets the bytes
- * on NUMA node n (whole 2 MiB chunks). Returns the number of node ids the
- * kernel has (so capacity 0 asks for it), or -EOPNOTSUPP (portable
- * backend, module before ABI 3).
+ * on NUMA node n (whole 2 MiB chunks; on the portable backend whole pages,
+ * read with move_pages(2), pages not yet allocated on no node). Returns
+ * the number of node ids the kernel has (so capacity 0 asks for it), or
+ * -EOPNOTSUPP (module before ABI 3).
  */
 int pin_region_nodes(struct pin_region *r, uint64_t *bytes,
 		     unsigned capacity);

@@ -110,6 +110,16 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  */
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		const struct pin_io_opts *opts);
+/*
+ * pin_st_load with every region on NUMA node `node`, as pin_alloc_on_node
+ * places one (flags: 0, every chunk from the node, else -ENOMEM; or
+ * PIN_ALLOC_ANY_NODE, the node preferred), on either backend: beside the
+ * GPU the checkpoint is for (pin_cuda_numa_node). node -1 with flags 0 is
+ * pin_st_load. -EINVAL: other flags, node < -1, no such node online.
+ */
+int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
+			const char *path, int node, unsigned flags,
+			const struct pin_io_opts *opts);
 
 /*
  * Load one .safetensors file into r, a region the caller owns (and keeps

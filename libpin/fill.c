@@ -171,9 +171,17 @@ static void *prepare_all(void *arg)
 {
 	struct filler *fl = arg;
 	uint64_t step = fl->pace.step;
+	struct pin__place_scope scope;
 	size_t k;
 	int err;
 
+	/* A portable region placed on a node: this thread allocates there. */
+	err = pin__place_enter(&fl->r->place, &scope);
+	if (err) {
+		publish(fl, 0, err);
+		atomic_store(&fl->stop, 1);
+		return NULL;
+	}
 	while (!atomic_load(&fl->stop)) {
 		struct pin__step_times *t;
 		uint64_t off, len;
@@ -191,6 +199,7 @@ static void *prepare_all(void *arg)
 		if (err)
 			atomic_store(&fl->stop, 1);
 	}
+	pin__place_leave(&scope);
 	return NULL;
 }
 

@@ -36,6 +36,20 @@ struct pin__refs_hold {
 	unsigned flags;
 	int active;
 };
+/* Where a portable region's pages are to come from (numa_place.c). */
+#define PIN__MAX_NODES	1024	/* MAX_NUMNODES of x86-64 and arm64 */
+struct pin__place {
+	int node;		/* -1: the thread's own policy */
+	int mode;		/* MPOL_BIND, MPOL_PREFERRED or MPOL_DEFAULT */
+};
+
+/* A thread's mempolicy while it allocates for a place, to put back. */
+struct pin__place_scope {
+	int saved;
+	int mode;
+	unsigned long mask[PIN__MAX_NODES / (8 * sizeof(unsigned long))];
+};
+
 struct pin_region {
 	int backend;
 	int fd;			/* region fd (device) or memfd (portable) */
@@ -50,6 +64,8 @@ struct pin_region {
 	int lazy;		/* device: ALLOC_LAZY, chunks still to
 				 * come with POPULATE (fill.c) */
 	pid_t owner_pid;	/* portable: allocating process, 0 if imported */
+	struct pin__place place;	/* portable: where the loader's steps
+					 * allocate (numa_place.c) */
 	char err[PIN_ERR_LEN];
 };
 
@@ -94,11 +110,23 @@ int pin__ioctl(int fd, unsigned long req, void *arg);
  * without its pages (the fill allocates and locks them in one pass).
  */
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
-		       struct pin_region **rp);
+		       int node, struct pin_region **rp);
 
 /* portable.c */
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r, int lazy);
+
+/* numa_place.c */
+/* Check node and flags (PIN_ALLOC_ANY_NODE) for size bytes; fill place. */
+int pin__place_portable(char *err, int node, unsigned flags, uint64_t size,
+			struct pin__place *place);
+/* Bind the calling thread to place until pin__place_leave; -errno. */
+int pin__place_enter(const struct pin__place *place,
+		     struct pin__place_scope *s);
+void pin__place_leave(struct pin__place_scope *s);
+/* pin_region_nodes of a portable region. */
+int pin__portable_nodes(struct pin_region *r, uint64_t *bytes,
+			unsigned capacity);
 int pin__portable_import(struct pin_dev *dev, int fd, struct pin_region *r);
 int pin__portable_sealed(int fd);
 int pin__portable_seal(struct pin_region *r);

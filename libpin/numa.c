@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * NUMA: where a region's memory lies (NODES), and the node of a PCI
- * device from sysfs, so that a region can be placed beside a GPU.
+ * NUMA: where a region's memory lies (NODES; numa_place.c on the portable
+ * backend), and the node of a PCI device from sysfs, so that a region can
+ * be placed beside a GPU.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,8 +25,7 @@ int pin_region_nodes(struct pin_region *r, uint64_t *bytes, unsigned capacity)
 	if (!r || (capacity && !bytes))
 		return -EINVAL;
 	if (r->backend == PIN_BACKEND_PORTABLE)
-		return pin__fail(r->err, -EOPNOTSUPP,
-				 "nodes: the portable backend cannot say where its pages lie");
+		return pin__portable_nodes(r, bytes, capacity);
 	memset(&q, 0, sizeof(q));
 	q.bytes_ptr = (uintptr_t)bytes;
 	q.capacity = capacity;

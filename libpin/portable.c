@@ -121,10 +121,34 @@ static int allocate_pages(int fd, uint64_t size)
 	return ret == -EFAULT ? -ENOMEM : ret;
 }
 
+/*
+ * The memfd of size bytes, and its pages unless the loader pins them
+ * itself, step by step (fill.c), so that ENOMEM shows here. -errno.
+ */
+static int make_region_memfd(uint64_t size, int lazy, int *hugetlb)
+{
+	int fd, ret;
+
+	fd = make_memfd(size, hugetlb);
+	if (fd < 0)
+		return -errno;
+	if (!*hugetlb) {
+		ret = ftruncate(fd, (off_t)size) ? -errno : 0;
+		if (!ret && !lazy)
+			ret = allocate_pages(fd, size);
+		if (ret) {
+			close(fd);
+			return ret == -ENOSPC ? -ENOMEM : ret;
+		}
+	}
+	return fd;
+}
+
 int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r, int lazy)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct pin__place_scope scope;
 	struct stat st;
 	int fd, ret;
 
@@ -135,26 +159,17 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 	ret = check_pinnable(dev, size);
 	if (ret)
 		return ret;
-	fd = make_memfd(size, &r->hugetlb);
+	/* The pages come from the policy of the thread that allocates them. */
+	ret = pin__place_enter(&r->place, &scope);
+	if (ret)
+		return pin__fail(dev->err, ret,
+				 "alloc on node %d: set_mempolicy (is the node outside this process's cpuset?)",
+				 r->place.node);
+	fd = make_region_memfd(size, lazy, &r->hugetlb);
+	pin__place_leave(&scope);
 	if (fd < 0)
-		return pin__fail(dev->err, -errno, "alloc: memfd_create");
-	if (!r->hugetlb) {
-		/*
-		 * Allocate the pages now, so that ENOMEM shows here; unless
-		 * the loader pins them itself, step by step (fill.c).
-		 */
-		ret = ftruncate(fd, (off_t)size) ? -errno : 0;
-		if (!ret && !lazy)
-			ret = allocate_pages(fd, size);
-		if (ret) {
-			close(fd);
-			if (ret == -ENOSPC)
-				ret = -ENOMEM;
-			return pin__fail(dev->err, ret,
-					 "alloc %" PRIu64 " bytes (memfd)",
-					 size);
-		}
-	}
+		return pin__fail(dev->err, fd, "alloc %" PRIu64 " bytes (memfd%s)",
+				 size, r->place.node >= 0 ? ", on a node" : "");
 	if (fstat(fd, &st)) {
 		ret = -errno;
 		close(fd);

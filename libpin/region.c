@@ -22,6 +22,7 @@ static struct pin_region *region_new(int backend)
 		return NULL;
 	r->backend = backend;
 	r->fd = -1;
+	r->place.node = -1;
 	return r;
 }
 
@@ -41,12 +42,8 @@ static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 	if (node < -1 || (node == -1 && (flags & PIN_ALLOC_ANY_NODE)))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: node %d with flags 0x%x", node, flags);
-	if (node == -1)
-		return 0;
-	if (dev->backend == PIN_BACKEND_PORTABLE)
-		return pin__fail(dev->err, -EOPNOTSUPP,
-				 "alloc on node %d: the portable backend places no memory (pinmem.ko does)",
-				 node);
+	if (node == -1 || dev->backend == PIN_BACKEND_PORTABLE)
+		return 0;	/* portable: pin__place_portable */
 	if (dev->abi_version < 3)
 		return pin__fail(dev->err, -EOPNOTSUPP,
 				 "alloc on node %d: module ABI %u has no NUMA placement (ABI 3 has)",
@@ -87,7 +84,10 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 		return pin__fail(dev->err, -ENOMEM, "alloc");
 
 	if (dev->backend == PIN_BACKEND_PORTABLE) {
-		ret = pin__portable_alloc(dev, size, r, lazy);
+		ret = pin__place_portable(dev->err, node, flags, size,
+					  &r->place);
+		if (!ret)
+			ret = pin__portable_alloc(dev, size, r, lazy);
 		if (ret) {
 			region_destroy(r);
 			return ret;
@@ -160,22 +160,16 @@ int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
 	return region_alloc_node(dev, size, flags, node, rp, 0);
 }
 
-static int region_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
-			struct pin_region **rp, int lazy)
-{
-	return region_alloc_node(dev, size, flags, -1, rp, lazy);
-}
-
 int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 	      struct pin_region **rp)
 {
-	return region_alloc(dev, size, flags, rp, 0);
+	return region_alloc_node(dev, size, flags, -1, rp, 0);
 }
 
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
-		       struct pin_region **rp)
+		       int node, struct pin_region **rp)
 {
-	return region_alloc(dev, size, flags, rp, 1);
+	return region_alloc_node(dev, size, flags, node, rp, 1);
 }
 
 int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp)

@@ -71,7 +71,11 @@ unsigned pin_dtype_bits(int dtype)
 
 struct pin_st *pin_st_new(void)
 {
-	return calloc(1, sizeof(struct pin_st));
+	struct pin_st *ck = calloc(1, sizeof(struct pin_st));
+
+	if (ck)
+		ck->node = -1;
+	return ck;
 }
 
 void pin__st_clear(struct pin_st *ck)

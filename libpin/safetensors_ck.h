@@ -44,6 +44,8 @@ struct pin_st {
 	struct pin_st_phases phases;	/* of the last load */
 	struct pin_st_step *steps;	/* of the last load */
 	size_t nsteps;
+	int node;			/* of the load under way: its regions' */
+	unsigned node_flags;		/* NUMA node (-1: any) and PIN_ALLOC_* */
 	char err[PIN_ERR_LEN];
 };
 

@@ -108,14 +108,15 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	tp = pin__now_ns();
 	/* fallocate of a memfd may be interrupted (EINTR): try again. */
 	for (i = 0; i < 5; i++) {
-		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN, 0,
-					 &r);
+		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
+					 ck->node_flags, ck->node, &r);
 		if (ret != -EINTR)
 			break;
 	}
 	if (ret == -ENOMEM) {
 		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 PIN_ALLOC_FALLBACK, &r);
+					 ck->node_flags | PIN_ALLOC_FALLBACK,
+					 ck->node, &r);
 		if (!ret)
 			pin__io_note_fallback(&st, "region below 2 MiB chunks");
 	}
@@ -144,7 +145,8 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		pin_region_free(r);
 		r = NULL;
 		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 PIN_ALLOC_FALLBACK, &r);
+					 ck->node_flags | PIN_ALLOC_FALLBACK,
+					 ck->node, &r);
 		if (ret) {
 			pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
 				     sf->path, (unsigned long long)span,
@@ -208,6 +210,13 @@ static int ends_with(const char *s, const char *suffix)
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		const struct pin_io_opts *opts)
 {
+	return pin_st_load_on_node(ck, dev, path, -1, 0, opts);
+}
+
+int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
+			const char *path, int node, unsigned flags,
+			const struct pin_io_opts *opts)
+{
 	struct st_progress prog = { .user = opts };
 	struct pin_io_opts o;
 	struct stat sb;
@@ -215,6 +224,12 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
+	if ((flags & ~PIN_ALLOC_ANY_NODE) || node < -1 ||
+	    (node == -1 && flags))
+		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
+				    node, flags);
+	ck->node = node;
+	ck->node_flags = flags;
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	memset(&ck->phases, 0, sizeof(ck->phases));

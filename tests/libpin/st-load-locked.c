@@ -15,28 +15,6 @@
 
 #define TENSOR_BYTES	(3u << 20)
 
-/* A one-tensor safetensors file in a memfd; its path via /proc. */
-static int make_file(char *path, size_t len)
-{
-	static const char hdr[] =
-		"{\"w\":{\"dtype\":\"U8\",\"shape\":[3145728],"
-		"\"data_offsets\":[0,3145728]}}";
-	uint64_t n = sizeof(hdr) - 1;
-	unsigned char *data = malloc(TENSOR_BYTES);
-	int fd = memfd_create("st-load-locked", MFD_CLOEXEC);
-
-	if (fd < 0 || !data)
-		FAIL("memfd_create or malloc: %s", strerror(errno));
-	for (uint32_t i = 0; i < TENSOR_BYTES; i++)
-		data[i] = (unsigned char)(i * 7 + 1);
-	if (write(fd, &n, 8) != 8 || write(fd, hdr, n) != (ssize_t)n ||
-	    write(fd, data, TENSOR_BYTES) != TENSOR_BYTES)
-		FAIL("write: %s", strerror(errno));
-	free(data);
-	snprintf(path, len, "/proc/self/fd/%d", fd);
-	return fd;
-}
-
 /* Size:, Rss: and Locked: (kB) of the smaps entry starting at addr. */
 static int smaps_of(const void *addr, long *size, long *rss, long *locked)
 {
@@ -82,13 +60,12 @@ int main(void)
 #endif
 	dev = t_open(PIN_BACKEND_PORTABLE);
 	ck = pin_st_new();
-	fd = make_file(path, sizeof(path));
+	fd = t_st_memfd(path, sizeof(path), TENSOR_BYTES, 1);
 	CHECK_OK(pin_st_load(ck, dev, path, NULL), pin_st_error(ck));
 	CHECK_OK(pin_st_stats(ck, &st), pin_st_error(ck));
 	CHECK_OK(pin_st_find(ck, "w", &t), pin_st_error(ck));
 	EXPECT_EQ(t.nbytes, TENSOR_BYTES);
-	EXPECT_EQ(((unsigned char *)t.data)[TENSOR_BYTES - 1],
-		  (unsigned char)((TENSOR_BYTES - 1) * 7 + 1));
+	t_check(t.data, TENSOR_BYTES, 1, "the loaded tensor");
 	r = pin_st_region(ck, 0);
 	EXPECT_TRUE(r != NULL);
 	CHECK_OK(pin_region_map(r, &map), pin_region_error(r));

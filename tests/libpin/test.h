@@ -8,11 +8,13 @@
 #define LIBPIN_TEST_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <pin.h>
 
@@ -112,6 +114,32 @@ static inline void t_check(const unsigned char *p, size_t n, unsigned seed,
 		if (p[i] != (unsigned char)(i * 131u + seed))
 			FAIL("%s: byte %zu is 0x%02x, expected 0x%02x", what,
 			     i, p[i], (unsigned char)(i * 131u + seed));
+}
+
+/*
+ * A one-tensor safetensors file ("w", U8, nbytes of t_fill(seed)) in a
+ * memfd; its path, through /proc, in path. Returns the fd to close.
+ */
+static inline int t_st_memfd(char *path, size_t len, uint32_t nbytes,
+			     unsigned seed)
+{
+	unsigned char *data = malloc(nbytes);
+	int fd = memfd_create("libpin-test-st", MFD_CLOEXEC);
+	char hdr[128];
+	uint64_t n;
+
+	if (fd < 0 || !data)
+		FAIL("memfd_create or malloc: %s", strerror(errno));
+	n = (uint64_t)snprintf(hdr, sizeof(hdr),
+			       "{\"w\":{\"dtype\":\"U8\",\"shape\":[%u],"
+			       "\"data_offsets\":[0,%u]}}", nbytes, nbytes);
+	t_fill(data, nbytes, seed);
+	if (write(fd, &n, 8) != 8 || write(fd, hdr, n) != (ssize_t)n ||
+	    write(fd, data, nbytes) != (ssize_t)nbytes)
+		FAIL("write: %s", strerror(errno));
+	free(data);
+	snprintf(path, len, "/proc/self/fd/%d", fd);
+	return fd;
 }
 
 #endif /* LIBPIN_TEST_H */
