@@ -142,6 +142,38 @@ out:
 	return ret;
 }
 
+/* Bytes per NUMA node over the checkpoint's regions, as --node asked. */
+static void print_nodes(struct pin_st *ck, int json)
+{
+	uint64_t sum[64] = { 0 }, bytes[64];
+	size_t f;
+	int n = 0, k, first = 1;
+
+	for (f = 0; f < pin_st_file_count(ck); f++) {
+		struct pin_region *r = pin_st_region(ck, f);
+
+		n = pin_region_nodes(r, bytes, 64);
+		if (n < 0) {
+			fprintf(stderr, "pinload: %s\n", pin_region_error(r));
+			return;
+		}
+		for (k = 0; k < n && k < 64; k++)
+			sum[k] += bytes[k];
+	}
+	printf(json ? ",\"nodes\":{" : "  memory by NUMA node:");
+	for (k = 0; k < n && k < 64; k++) {
+		if (!sum[k])
+			continue;
+		if (json)
+			printf("%s\"%d\":%llu", first ? "" : ",", k,
+			       (unsigned long long)sum[k]);
+		else
+			printf(" node %d %.1f MiB", k, (double)sum[k] / 1048576);
+		first = 0;
+	}
+	printf(json ? "}" : "\n");
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -158,6 +190,8 @@ static void usage(void)
 		"  --pin-first         pin all of the region before reading (no overlap)\n"
 		"  --no-kernel-fill    device backend: read through the mapping with\n"
 		"                      io_uring, not the module's FILL\n"
+		"  --node N            every region on NUMA node N (else ENOMEM)\n"
+		"  --any-node          with --node: N preferred, other nodes may serve\n"
 		"  --no-progress       no progress bar even on a terminal\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
@@ -193,6 +227,8 @@ int main(int argc, char **argv)
 		{ "pin-first", no_argument, NULL, 'R' },
 		{ "no-kernel-fill", no_argument, NULL, 'K' },
 		{ "no-progress", no_argument, NULL, 'P' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "any-node", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -201,9 +237,10 @@ int main(int argc, char **argv)
 	struct bar bar = { 0 };
 	const char *save_to = NULL;
 	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
-	int status = 0, noprog = 0;
+	int status = 0, noprog = 0, node = -1;
+	unsigned node_flags = 0;
 	struct pin_dev *dev;
-	char why[1024];
+	char why[1024], *end;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -228,6 +265,12 @@ int main(int argc, char **argv)
 		case 'R': o.flags |= PIN_IO_PIN_FIRST; break;
 		case 'K': o.flags |= PIN_IO_NO_KERNEL_FILL; break;
 		case 'P': noprog = 1; break;
+		case 'n':
+			node = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || node < 0)
+				return usage(), 2;
+			break;
+		case 'A': node_flags = PIN_ALLOC_ANY_NODE; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -237,7 +280,8 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind >= argc || (save_to && argc - optind != 1)) {
+	if (optind >= argc || (save_to && argc - optind != 1) ||
+	    (node_flags && node < 0)) {
 		usage();
 		return 2;
 	}
@@ -268,7 +312,8 @@ int main(int argc, char **argv)
 		bar.t0 = now_ns();
 		bar.last = 0;
 		cpu = cpu_seconds(RUSAGE_SELF);
-		ret = pin_st_load(ck, dev, argv[i], &o);
+		ret = pin_st_load_on_node(ck, dev, argv[i], node, node_flags,
+					  &o);
 		cpu = cpu_seconds(RUSAGE_SELF) - cpu;
 		if (ret) {
 			fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
@@ -347,6 +392,8 @@ int main(int argc, char **argv)
 				json_str(stdout, vres);
 			else
 				printf("null");
+			if (node >= 0)
+				print_nodes(ck, 1);
 			printf("}\n");
 		} else {
 			printf("%s: %zu tensors in %zu file(s), %.3f GB in %.3f s, %.2f GB/s (%s backend)\n",
@@ -379,6 +426,8 @@ int main(int argc, char **argv)
 			if (vres)
 				printf("  verify: %s (%llu tensors differ)\n", vres,
 				       (unsigned long long)bad);
+			if (node >= 0)
+				print_nodes(ck, 0);
 		}
 		if (save_to && save(ck, save_to, &o, json))
 			status = 1;
