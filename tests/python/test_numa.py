@@ -1,24 +1,28 @@
 # SPDX-License-Identifier: GPL-2.0
-"""NUMA placement through the binding: alloc(node=...) and
-Region.nodes() on the device backend, a clear EOPNOTSUPP on the portable
-one, and pci_numa_node against sysfs."""
+"""NUMA placement through the binding: alloc(node=...),
+load_safetensors(node=...) and Region.nodes() on either backend, and
+pci_numa_node against sysfs."""
 import errno
 import os
+import struct
 
+import numpy as np
 import pytest
 
 import pinmem
 
 
+def _placed(dev, nbytes):
+    """Bytes the node query counts: whole chunks on the device."""
+    if dev.backend == "device":
+        return (nbytes + (2 << 20) - 1) & ~((2 << 20) - 1)
+    return (nbytes + 4095) & ~4095
+
+
 def test_alloc_on_node0_and_nodes(dev):
-    if dev.backend != "device":
-        with pytest.raises(pinmem.PinError) as e:
-            dev.alloc(2 << 20, node=0)
-        assert e.value.errno == errno.EOPNOTSUPP
-        return
     r = dev.alloc((6 << 20) + 4096, node=0)
     try:
-        assert r.nodes() == {0: 8 << 20}
+        assert r.nodes() == {0: _placed(dev, (6 << 20) + 4096)}
     finally:
         r.close()
     r = dev.alloc(4 << 20)
@@ -28,17 +32,37 @@ def test_alloc_on_node0_and_nodes(dev):
         r.close()
 
 
+def test_load_on_node0(dev, tmp_path):
+    data = np.arange(3 << 20, dtype=np.uint8)
+    hdr = b'{"w":{"dtype":"U8","shape":[%d],"data_offsets":[0,%d]}}' % (
+        data.size, data.size)
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(struct.pack("<Q", len(hdr)) + hdr + data.tobytes())
+    ck = pinmem.load_safetensors(str(path), dev=dev, node=0)
+    try:
+        assert np.array_equal(ck["w"], data)
+        if ck.regions is not None:
+            r = ck.regions[0]
+            assert r.nodes() == {0: _placed(dev, r.size)}
+    finally:
+        ck.close()
+    with pytest.raises(ValueError):
+        pinmem.load_safetensors(str(path), dev=dev, any_node=True)
+    with pytest.raises(pinmem.PinError) as e:
+        pinmem.load_safetensors(str(path), dev=dev, node=1 << 20)
+    assert e.value.errno == errno.EINVAL
+
+
 def test_bad_node_arguments(dev):
     with pytest.raises(ValueError):
         dev.alloc(2 << 20, any_node=True)
     with pytest.raises(pinmem.PinError) as e:
         dev.alloc(2 << 20, node=-2)
     assert e.value.errno == errno.EINVAL
-    if dev.backend == "device":
-        with pytest.raises(pinmem.PinError) as e:
-            dev.alloc(2 << 20, node=1 << 20)
-        assert e.value.errno == errno.EINVAL
-        assert "node" in e.value.strerror
+    with pytest.raises(pinmem.PinError) as e:
+        dev.alloc(2 << 20, node=1 << 20)
+    assert e.value.errno == errno.EINVAL
+    assert "node" in e.value.strerror
 
 
 def test_pci_numa_node_matches_sysfs():

@@ -212,6 +212,8 @@ _OPTIONAL = {
     "pin_st_free": (None, [_st]),
     "pin_st_error": (c_char_p, [_st]),
     "pin_st_load": (c_int, [_st, _dev, c_char_p, POINTER(PinIoOpts)]),
+    "pin_st_load_on_node": (c_int, [_st, _dev, c_char_p, c_int, c_uint,
+                                    POINTER(PinIoOpts)]),
     "pin_st_count": (c_size_t, [_st]),
     "pin_st_tensor": (c_int, [_st, c_size_t, POINTER(PinStTensor)]),
     "pin_st_metadata_count": (c_size_t, [_st]),

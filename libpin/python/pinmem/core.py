@@ -271,7 +271,8 @@ class Region:
 
     def nodes(self):
         """{node: bytes} of the region's memory, nodes holding none left
-        out (device backend; PinError EOPNOTSUPP on the portable one)."""
+        out (whole 2 MiB chunks on the device backend, pages on the
+        portable one)."""
         with self._lock:
             n = _check(lib.pin_region_nodes(self._ptr(), None, 0),
                        self._err, "nodes")

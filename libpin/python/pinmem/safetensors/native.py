@@ -137,22 +137,32 @@ class Checkpoint(Mapping):
 
 
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
-                     direct=True):
+                     direct=True, node=None, any_node=False):
     """Load a .safetensors file, or the shards of a
     .safetensors.index.json, into pinned regions (one per file, sealed)
     with libpin's io_uring reader, and return a Checkpoint: a mapping of
     name -> read-only NumPy view. dev: a pinmem Device (default: open
-    one). direct=False reads without O_DIRECT."""
-    _need("pin_st_load")
+    one). direct=False reads without O_DIRECT. node: every region on that
+    NUMA node (pinmem.pci_numa_node of the GPU it is for), else PinError
+    ENOMEM, unless any_node lets other nodes serve; on either backend."""
+    if any_node and node is None:
+        raise ValueError("pinmem: any_node needs a node")
+    _need("pin_st_load" if node is None else "pin_st_load_on_node")
     own_dev = dev is None
     if own_dev:
         dev = _open()
     try:
         opts = _opts(queue_depth, request_size, direct)
         with _St() as ck:
-            _check(lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
-                                   ctypes.byref(opts)), ck.err,
-                   "load %s" % path)
+            if node is None:
+                ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
+                                      ctypes.byref(opts))
+            else:
+                flags = _lib.PIN_ALLOC_ANY_NODE if any_node else 0
+                ret = lib.pin_st_load_on_node(ck.ptr, dev._ptr(),
+                                              os.fsencode(path), node,
+                                              flags, ctypes.byref(opts))
+            _check(ret, ck.err, "load %s" % path)
             stats = _stats(ck.ptr)
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
                      for i in range(lib.pin_st_file_count(ck.ptr))]
