@@ -6,7 +6,10 @@
  *
  *   bandwidth [GiB [iterations]]      (default 4 GiB, 5 iterations)
  *
- * Times pin_cuda_register/unregister of a region of that size, then
+ * The region is placed on GPU 0's NUMA node where the platform names one
+ * (pin_cuda_numa_node, preferred: PIN_ALLOC_ANY_NODE), and the line
+ * before the table says where its memory went. Times
+ * pin_cuda_register/unregister of a region of that size, then
  * cuMemcpyHtoD/DtoH of the whole buffer from the registered region, from
  * cuMemHostAlloc memory and from malloc (pageable), several iterations
  * each, and prints the medians in GB/s (10^9 bytes per second). The
@@ -100,6 +103,21 @@ static int check_fill(const unsigned char *p, size_t size, unsigned seed)
 	return 0;
 }
 
+/* Where the region lies, against the GPU's node (-1: none named). */
+static void print_nodes(struct pin_region *r, int gpu_node)
+{
+	uint64_t bytes[64];
+	int n = pin_region_nodes(r, bytes, 64), i;
+
+	printf("GPU 0's NUMA node: %d; the region's memory by node:", gpu_node);
+	if (n < 0)
+		printf(" unknown (%s)", pin_region_error(r));
+	for (i = 0; i < n && i < 64; i++)
+		if (bytes[i])
+			printf(" %d: %.2f GiB", i, (double)bytes[i] / GiB);
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	double gib = argc > 1 ? atof(argv[1]) : 4;
@@ -114,7 +132,7 @@ int main(int argc, char **argv)
 	CUdevice cudev;
 	void *region, *hostalloc, *pageable;
 	char why[1024], name[128];
-	int err;
+	int err, node;
 
 	if (size == 0 || iters < 1 || iters > 64) {
 		fprintf(stderr, "usage: bandwidth [GiB [iterations 1..64]]\n");
@@ -135,7 +153,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bandwidth: pin_open: %s\n", strerror(-err));
 		return 1;
 	}
-	err = pin_alloc(pd, size, PIN_ALLOC_FALLBACK, &r);
+	err = pin_cuda_open(&pc, 0, why, sizeof(why));
+	if (err) {
+		fprintf(stderr, "bandwidth: pin_cuda_open: %s\n", why);
+		return 1;
+	}
+	/* Beside the GPU where the platform names its node (either backend). */
+	node = pin_cuda_numa_node(pc);
+	err = pin_alloc_on_node(pd, size, PIN_ALLOC_FALLBACK |
+				(node >= 0 ? PIN_ALLOC_ANY_NODE : 0),
+				node >= 0 ? node : -1, &r);
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_alloc %zu bytes: %s\n", size,
 			pin_dev_error(pd));
@@ -146,12 +173,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bandwidth: map: %s\n", pin_region_error(r));
 		return 1;
 	}
-	err = pin_cuda_open(&pc, 0, why, sizeof(why));
-	if (err) {
-		fprintf(stderr, "bandwidth: pin_cuda_open: %s\n", why);
-		return 1;
-	}
 	fill(region, size, 1);
+	print_nodes(r, node);
 
 	t0 = now();
 	err = pin_cuda_register(pc, r, 0);
