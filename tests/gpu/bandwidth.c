@@ -160,9 +160,10 @@ int main(int argc, char **argv)
 	}
 	/* Beside the GPU where the platform names its node (either backend). */
 	node = pin_cuda_numa_node(pc);
+	if (node < 0)
+		node = -1;	/* none named, or sysfs could not say */
 	err = pin_alloc_on_node(pd, size, PIN_ALLOC_FALLBACK |
-				(node >= 0 ? PIN_ALLOC_ANY_NODE : 0),
-				node >= 0 ? node : -1, &r);
+				(node >= 0 ? PIN_ALLOC_ANY_NODE : 0), node, &r);
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_alloc %zu bytes: %s\n", size,
 			pin_dev_error(pd));
