@@ -9,20 +9,23 @@
  * Per chunk (a folio) at rest: refcount = 1 (the allocation) + one per
  * page table entry + every other reference, and the page table entries
  * are its mapcount; "extra" = refcount - 1 - mapcount. The kernel keeps no
- * record of which mapping a GUP reference came through, so the owner's
- * references are told apart by when and where they can have been taken:
+ * record of which mapping a GUP reference came through, so:
  *  - only chunks a view has mapped since the region was last donated are
  *    examined ("tainted"): nothing but the owner can reach the others;
- *  - what a chunk held when a view first mapped it ("baseline") can only
- *    be the owner's (a registration made before handing out views);
- *  - the owner declares later long-term registrations (EXPECT).
- * A chunk is clean when extra <= baseline + declared.
+ *  - on those, the only references allowed are the ones the owner
+ *    declared (EXPECT). There is no implicit allowance: any amount taken
+ *    from what the chunk happened to hold at some instant could be the
+ *    owner's transient (a pipe, O_DIRECT in flight, a zap's mmu_gather)
+ *    and would become room for a view holder's reference to outlive
+ *    DONATE.
+ * A chunk is clean when extra <= declared.
  *
  * Reading a chunk without locks: refcount, mapcount, refcount again;
  * insertion and fork take the reference before the mapcount, zaps drop
  * the mapcount before the reference, so a concurrent change either shows
  * as two differing refcounts (retried) or biases extra upwards (a false
- * suspect, which the rescans absorb), never downwards.
+ * suspect, which the rescans absorb), never downwards. Only that direction
+ * is safe, which is why no reading ever becomes an allowance.
  */
 #include <linux/bitmap.h>
 #include <linux/jiffies.h>
@@ -42,7 +45,6 @@
 struct pinmem_chunk_refs {
 	unsigned long *tainted;		/* chunks views mapped since last donated */
 	unsigned long *wtainted;	/* chunks writable views mapped since last sealed */
-	u32 *baseline;			/* extra when the chunk was tainted */
 	u32 *declared;			/* EXPECT, in references */
 	/* Under region->lock: */
 	unsigned long nr_tainted;
@@ -54,7 +56,7 @@ struct pinmem_chunk_refs {
 struct pinmem_chunk_look {
 	long extra;			/* references beyond the mapcount */
 	long pinned;			/* of which FOLL_PIN */
-	long expected;			/* baseline + declared */
+	long expected;			/* declared by the owner */
 };
 
 static unsigned int pinmem_chunk_order(struct pinmem_region *region,
@@ -121,8 +123,7 @@ static void pinmem_chunk_read(struct pinmem_region *region,
 		c->pinned = min(pinmem_folio_pincount(folio), c->extra);
 	else
 		c->pinned = c->extra / GUP_PIN_COUNTING_BIAS;
-	c->expected = (long)READ_ONCE(refs->baseline[idx]) +
-		      READ_ONCE(refs->declared[idx]);
+	c->expected = READ_ONCE(refs->declared[idx]);
 }
 
 /* References on chunk idx that nobody accounts for (0: clean). */
@@ -145,7 +146,6 @@ static void pinmem_refs_destroy(struct pinmem_chunk_refs *refs)
 {
 	kvfree(refs->tainted);
 	kvfree(refs->wtainted);
-	kvfree(refs->baseline);
 	kvfree(refs->declared);
 	kfree(refs);
 }
@@ -167,10 +167,8 @@ static struct pinmem_chunk_refs *pinmem_refs_make(struct pinmem_region *region)
 				 GFP_KERNEL_ACCOUNT);
 	refs->wtainted = kvcalloc(BITS_TO_LONGS(n), sizeof(long),
 				  GFP_KERNEL_ACCOUNT);
-	refs->baseline = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
 	refs->declared = kvcalloc(n, sizeof(u32), GFP_KERNEL_ACCOUNT);
-	if (!refs->tainted || !refs->wtainted || !refs->baseline ||
-	    !refs->declared) {
+	if (!refs->tainted || !refs->wtainted || !refs->declared) {
 		pinmem_refs_destroy(refs);
 		return NULL;
 	}
@@ -188,7 +186,8 @@ void pinmem_refs_free(struct pinmem_region *region)
 
 /*
  * A view is about to map region pages [pgoff, pgoff + nr): mark their
- * chunks, taking the baseline of those that were clean. Under
+ * chunks. Only bits: nothing is read from the pages, so this costs no
+ * struct page reads under region->lock and mmap_lock. Under
  * region->lock, before the view is counted; -ENOMEM fails the mmap.
  */
 int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
@@ -196,7 +195,6 @@ int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
 {
 	struct pinmem_chunk_refs *refs = pinmem_refs_make(region);
 	pgoff_t start, end = pgoff + nr;
-	struct pinmem_chunk_look c;
 	unsigned long idx;
 	unsigned int order;
 
@@ -206,18 +204,10 @@ int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
 		return 0;
 	pinmem_chunk_at(region, pgoff, &idx, &start, &order);
 	for (; start < end; pinmem_chunk_next(region, &idx, &start, &order)) {
-		if (!test_bit(idx, refs->tainted)) {
-			pinmem_chunk_read(region, refs, idx, &c);
-			c.extra -= READ_ONCE(refs->declared[idx]);
-			WRITE_ONCE(refs->baseline[idx],
-				   clamp_t(long, c.extra, 0, U32_MAX));
-			set_bit(idx, refs->tainted);
+		if (!test_and_set_bit(idx, refs->tainted))
 			refs->nr_tainted++;
-		}
-		if (writable && !test_bit(idx, refs->wtainted)) {
-			set_bit(idx, refs->wtainted);
+		if (writable && !test_and_set_bit(idx, refs->wtainted))
 			refs->nr_wtainted++;
-		}
 	}
 	return 0;
 }

@@ -234,6 +234,6 @@ int pin__explain_refs(struct pin_region *r, size_t off)
 					"; and %d more ranges", total - n);
 	if (off < PIN_ERR_LEN)
 		snprintf(r->err + off, PIN_ERR_LEN - off,
-			 " (the kernel cannot say who holds them; the owner's own long-term registrations made after views mapped these bytes must be declared: pin_region_expect)");
+			 " (the kernel cannot say who holds them; the owner's own long-term registrations over these bytes must be declared: pin_region_expect)");
 	return total;
 }

@@ -243,7 +243,7 @@ struct pinmem_list {
  *           chunks of an ALLOC_LAZY region are not populated.
  *  DONATE:  OPEN or SEALED -> DONATED. EBUSY while a view mapping exists,
  *           or (ABI 2) while a page the views mapped is referenced beyond
- *           its mappings and what the owner may hold (see EXPECT): a pipe
+ *           its mappings and what the owner declared (see EXPECT): a pipe
  *           holding vmsplice'd pages, O_DIRECT in flight, a registration.
  *           Without WAIT references get a grace of about 63 ms before
  *           EBUSY. With PINMEM_DONATE_WAIT: ETIMEDOUT after timeout_ms
@@ -264,12 +264,18 @@ struct pinmem_transition {
 };
 
 /*
- * The owner's references (ABI 2). A reference that existed on a chunk
- * when a view first mapped it is the owner's (nothing else could reach
- * the chunk) and never blocks DONATE. Long-term references the owner takes
- * later over its own mapping (a CUDA or io_uring registration made after
- * views exist) are declared with PINMEM_IOC_EXPECT (region fd only):
- * declare before registering, remove after unregistering.
+ * The owner's references (ABI 2). On a chunk a view has mapped since the
+ * last DONATE, the only references beyond the mappings that DONATE (and,
+ * for writable views, SEAL) accept are those the owner declared with
+ * PINMEM_IOC_EXPECT (region fd only), whenever they were taken: a CUDA or
+ * io_uring registration over the owner mapping, made before or after
+ * views exist, is declared before registering and removed after
+ * unregistering. Nothing else is ever allowed: no reference taken through
+ * a view outlives a successful DONATE or SEAL, however the owner's own
+ * references came and went. An undeclared owner reference on such a chunk
+ * holds DONATE up like any other (transients: the grace; WAIT: until it
+ * ends). A declaration the owner no longer uses is room for that many
+ * references: remove it when the registration ends.
  *  PER_PAGE:  one reference per page of the range (cuMemHostRegister,
  *             AF_XDP, RDMA: one pin per 4 KiB page).
  *  PER_CHUNK: one reference per chunk the range touches (io_uring fixed

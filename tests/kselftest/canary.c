@@ -7,7 +7,13 @@
  * This is also the canary for the invariant the reference count rests on
  * (one reference and one mapcount per page table entry for pinmem's
  * VM_MIXEDMAP pages): a kernel that counted them differently would fail
- * here first. Rounds: $PINMEM_CANARY_ROUNDS (default 300), seeded by
+ * here first. The owner also holds transient references of its own (owner
+ * pages in pipes, taken and dropped at random points, so that views first
+ * map chunks while they are held), and about one round in four a view's
+ * page stays in a pipe after its mappings are gone: DONATE must then be
+ * refused, however the owner's references came and went (no room is left
+ * behind for a view's), and succeed once the pipe is drained.
+ * Rounds: $PINMEM_CANARY_ROUNDS (default 300), seeded by
  * $PINMEM_CANARY_SEED (default: the time, printed).
  */
 #include <sys/uio.h>
@@ -16,6 +22,7 @@
 
 #define REGION		(8 * MiB)
 #define MAX_MAPS	64
+#define MAX_PIPES	8
 
 struct map {
 	char *addr;
@@ -26,6 +33,8 @@ struct map {
 struct history {
 	struct map maps[MAX_MAPS];
 	int n;
+	int pipes[MAX_PIPES][2];	/* the owner's, holding its pages */
+	int npipes;
 	int rofd, rwfd;
 	unsigned int seed;
 };
@@ -157,13 +166,64 @@ static int op_fork(struct history *h)
 	return waitpid(pid, NULL, 0) == pid ? 0 : -1;
 }
 
-static int one_history(struct history *h, char *owner)
+/* The owner puts a few of its pages in a pipe (a transient reference). */
+static int op_owner_ref(struct history *h, char *owner)
+{
+	size_t n = 1 + rnd(h, 8), off = rnd(h, REGION / PG - n);
+	struct iovec iov = { owner + off * PG, n * PG };
+	int *p;
+
+	if (h->npipes == MAX_PIPES)
+		return 0;
+	p = h->pipes[h->npipes];
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	h->npipes++;
+	return vmsplice(p[1], &iov, 1, 0) == (ssize_t)(n * PG) ? 0 : -1;
+}
+
+/* The owner drops one of its pipes (or all of them). */
+static void owner_unref(struct history *h, bool all)
+{
+	while (h->npipes) {
+		int *p = h->pipes[rnd(h, (unsigned int)h->npipes)];
+
+		close(p[0]);
+		close(p[1]);
+		memmove(p, h->pipes[--h->npipes], sizeof(h->pipes[0]));
+		if (!all)
+			return;
+	}
+}
+
+/* A view's page into a new pipe (*vp), from a mapping still there. */
+static int view_ref(struct history *h, int vp[2])
+{
+	struct map *m = &h->maps[rnd(h, (unsigned int)h->n)];
+	struct iovec iov = { m->addr + rnd(h, m->len / PG) * PG, PG };
+
+	if (mprotect(m->addr, m->len,
+		     PROT_READ | (m->writable ? PROT_WRITE : 0)) ||
+	    pipe2(vp, O_CLOEXEC))
+		return -1;
+	return vmsplice(vp[1], &iov, 1, 0) == PG ? 0 : -1;
+}
+
+/*
+ * A history of view and owner operations, every view mapping gone at
+ * the end, the owner's references dropped; when vp is given, a view page
+ * is left in a pipe there (vp[0] < 0: none could be).
+ */
+static int one_history(struct history *h, char *owner, int *vp)
 {
 	int ops = 4 + (int)rnd(h, 12);
 
+	/* Often held already when the round's first views map the chunks. */
+	if (rnd(h, 2) && op_owner_ref(h, owner))
+		return -1;
 	for (int k = 0; k < ops; k++) {
-		unsigned int what = rnd(h, 10);
-		int ret;
+		unsigned int what = rnd(h, 12);
+		int ret = 0;
 
 		if (what < 3 || !h->n)
 			ret = op_map(h);
@@ -171,10 +231,20 @@ static int one_history(struct history *h, char *owner)
 			ret = op_change(h, (int)rnd(h, (unsigned int)h->n));
 		else if (what < 9)
 			ret = op_fork(h);
-		else	/* the owner's mapping changes too */
+		else if (what < 10)	/* the owner's mapping changes too */
 			ret = madvise(owner + rnd(h, REGION / PG) * PG, PG,
 				      MADV_DONTNEED);
+		else if (what < 11)
+			ret = op_owner_ref(h, owner);
+		else
+			owner_unref(h, false);
 		if (ret)
+			return -1;
+	}
+	owner_unref(h, true);
+	if (vp) {
+		vp[0] = -1;
+		if (h->n && view_ref(h, vp))
 			return -1;
 	}
 	while (h->n) {
@@ -201,13 +271,25 @@ TEST_F_TIMEOUT(canary, no_false_refusal, 900)
 	};
 	struct pinmem_ref_range r[4];
 	unsigned int seed0 = h.seed;
+	int refused = 0;
 
 	TH_LOG("seed %u, %d rounds", seed0, rounds);
 	memset(o, 1, REGION);
 	for (int i = 0; i < rounds; i++) {
-		ASSERT_EQ(0, one_history(&h, o))
+		int vp[2] = { -1, -1 };
+		bool keep = rnd(&h, 4) == 0;
+		char buf[PG];
+
+		ASSERT_EQ(0, one_history(&h, o, keep ? vp : NULL))
 			TH_LOG("round %d (seed %u): an operation failed: %s",
 			       i, seed0, pm_errname(errno));
+		if (vp[0] >= 0) {
+			ASSERT_EQ(EBUSY, pm_donate(rfd))
+				TH_LOG("round %d (seed %u): donated with a view page in a pipe",
+				       i, seed0);
+			ASSERT_EQ(PG, pm_drain(vp, buf, sizeof(buf)));
+			refused++;
+		}
 		ASSERT_EQ(0, pm_refs(rfd, r, 4))
 			TH_LOG("round %d (seed %u): %llu references on [%llu, +%llu)",
 			       i, seed0, (unsigned long long)r[0].refs,
@@ -216,6 +298,8 @@ TEST_F_TIMEOUT(canary, no_false_refusal, 900)
 		ASSERT_TRANSITION(0, pm_donate(rfd));
 		ASSERT_TRANSITION(0, pm_reopen(rfd));
 	}
+	TH_LOG("%d rounds, %d with a view page kept: all refused until drained",
+	       rounds, refused);
 	pm_unmap(o, REGION);
 	close(h.rofd);
 	close(h.rwfd);

@@ -4,8 +4,10 @@
  * flight on a slow device (null_blk with timer completions: 6.1 takes
  * plain references, 6.12 pins), io_uring fixed buffers (6.12; 6.1 refuses
  * the registration), an AF_XDP UMEM (FOLL_LONGTERM, one pin per page: the
- * stand-in for cuMemHostRegister without a GPU), and DONATE WAIT going on
- * through io_uring completions posted to the waiting thread as task work.
+ * stand-in for cuMemHostRegister without a GPU), the owner's own I/O and
+ * registrations (refused until declared, and never room for a view's),
+ * and DONATE WAIT going on through io_uring completions posted to the
+ * waiting thread as task work.
  */
 #include <linux/if_xdp.h>
 #include <liburing.h>
@@ -293,7 +295,7 @@ out:
 	close(rfd);
 }
 
-/* The owner's fixed buffer: before views free, after views declared. */
+/* The owner's fixed buffer, before views or after: refused until declared. */
 TEST_F(io, owner_fixed_buffer)
 {
 	int rfd = pm_alloc(self->env.dev, 4 * MiB);
@@ -303,11 +305,13 @@ TEST_F(io, owner_fixed_buffer)
 
 	if (pm_kernel_is("6.1"))
 		SKIP(goto out, "6.1 refuses fixed buffers over pinmem mappings");
-	/* Registered before any view: the baseline covers it. */
+	/* Registered before any view, undeclared: refused all the same. */
 	ASSERT_EQ(0, io_uring_register_buffers(&self->ring, &iov, 1));
 	pm_unmap(pm_map(vfd, 4 * MiB, PROT_READ, 0), 4 * MiB);
-	ASSERT_TRANSITION(0, pm_donate(rfd));
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 0, 4 * MiB, 2, 2);
 	ASSERT_EQ(0, io_uring_unregister_buffers(&self->ring));
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 5000));
 	/* Registered after views, undeclared: refused, and REFS says where. */
 	ASSERT_TRANSITION(0, pm_reopen(rfd));
 	pm_unmap(pm_map(vfd, 4 * MiB, PROT_READ, 0), 4 * MiB);
@@ -323,6 +327,81 @@ TEST_F(io, owner_fixed_buffer)
 out:
 	pm_unmap(o, 4 * MiB);
 	close(vfd);
+	close(rfd);
+}
+
+/*
+ * The review's 6.12 case: the owner's fixed buffer, undeclared, is in
+ * place when a writable view first maps the chunks, and released later;
+ * the view holder then registers its own over the view (one pin per
+ * folio: read-write access to the whole chunk). It must not ride on the
+ * owner's former pin through DONATE.
+ */
+TEST_F(io, view_fixed_buffer_after_owner_registration_released)
+{
+	int rfd = pm_alloc(self->env.dev, 4 * MiB);
+	char *o = pm_map(rfd, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	int vfd = pm_view(rfd, 0, 4 * MiB, PINMEM_VIEW_WRITE);
+	struct iovec iov = { .iov_base = o, .iov_len = 4 * MiB };
+	struct io_uring holder;
+	char *v;
+
+	if (pm_kernel_is("6.1"))
+		SKIP(goto out, "6.1 refuses fixed buffers over pinmem mappings");
+	ASSERT_EQ(0, io_uring_queue_init(4, &holder, 0));
+	ASSERT_EQ(0, io_uring_register_buffers(&self->ring, &iov, 1));
+	v = pm_map(vfd, 4 * MiB, PROT_READ | PROT_WRITE, 0);
+	ASSERT_EQ(0, io_uring_unregister_buffers(&self->ring));
+	iov.iov_base = v;
+	ASSERT_EQ(0, io_uring_register_buffers(&holder, &iov, 1));
+	pm_unmap(v, 4 * MiB);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_EQ(PINMEM_STATE_OPEN, pm_state(rfd));
+	ASSERT_REFS(rfd, 0, 4 * MiB, 2, 2);
+	ASSERT_EQ(0, io_uring_unregister_buffers(&holder));
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 5000));
+	io_uring_queue_exit(&holder);
+out:
+	pm_unmap(o, 4 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
+/*
+ * The owner's own O_DIRECT write is in flight when a view first maps the
+ * chunk, and completes; a reference the view holder takes afterwards
+ * must still block DONATE.
+ */
+TEST_F(io, owner_odirect_in_flight_when_view_maps_leaves_no_room)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	char *o = pm_map(rfd, 2 * MiB, PROT_READ | PROT_WRITE, 0);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	char buf[4 * PG];
+	double t0;
+	char *v;
+	int p[2];
+
+	self->nullb = nullb_open(_metadata);
+	submit_rw(_metadata, &self->ring, self->nullb, o, true);
+	/* REFS sees no chunk before a view maps it: give the I/O its pages. */
+	usleep(300 * 1000);
+	v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
+	wait_in_flight(_metadata, rfd);
+	ASSERT_EQ(IO_BYTES, reap(&self->ring));
+	t0 = pm_now();
+	while (pm_refs(rfd, NULL, 0)) {
+		ASSERT_LT(pm_now() - t0, 5) TH_LOG("the I/O kept its pages");
+		usleep(1000);
+	}
+	pm_splice(p, v, 4);
+	pm_unmap(v, 2 * MiB);
+	close(vfd);
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 0, 2 * MiB, 4, 0);
+	ASSERT_EQ(4 * PG, pm_drain(p, buf, sizeof(buf)));
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 5000));
+	pm_unmap(o, 2 * MiB);
 	close(rfd);
 }
 
@@ -381,7 +460,7 @@ TEST_F(io, longterm_pin_through_view)
 	close(rfd);
 }
 
-/* The owner's long-term registration: before views free, after declared. */
+/* The owner's long-term registration, before views or after: declared. */
 TEST_F(io, owner_longterm_pin)
 {
 	int rfd, vfd, s;
@@ -395,11 +474,14 @@ TEST_F(io, owner_longterm_pin)
 	s = umem_register(o, 2 * MiB);
 	ASSERT_GE(s, 0) TH_LOG("XDP_UMEM_REG: %s", pm_errname(-s));
 	pm_unmap(pm_map(vfd, 2 * MiB, PROT_READ, 0), 2 * MiB);
-	ASSERT_TRANSITION(0, pm_donate(rfd));
+	/* Before the views, undeclared: refused all the same. */
+	ASSERT_TRANSITION(EBUSY, pm_donate(rfd));
+	ASSERT_REFS(rfd, 0, 2 * MiB, 512, 512);
 	close(s);
+	/* The UMEM's unpin runs from a workqueue after close. */
+	ASSERT_TRANSITION(0, pm_donate_wait(rfd, 5000));
 	ASSERT_TRANSITION(0, pm_reopen(rfd));
 	/* After the views: refused until declared. */
-	usleep(100 * 1000);	/* the old UMEM's deferred unpin */
 	pm_unmap(pm_map(vfd, 2 * MiB, PROT_READ, 0), 2 * MiB);
 	s = umem_register(o, 2 * MiB);
 	ASSERT_GE(s, 0);
