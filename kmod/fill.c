@@ -14,10 +14,14 @@
  * kernel zeroes every allocation anyway (init_on_alloc=1, Debian's
  * default) only the per-page work of the read goes away.
  *
- * No lock is held across the allocation or the read. Publication takes
- * populate_lock and is all or nothing: a chunk of the range that appeared
- * meanwhile (POPULATE, another FILL) fails this FILL with EEXIST, and its
- * own chunks are freed, never mapped.
+ * Before allocating, the call claims the range's chunks under
+ * populate_lock (populate.c): a chunk already there fails it with EEXIST,
+ * one another FILL holds with EBUSY, and a POPULATE or FILL overlapping
+ * the claim fails at once with EBUSY. So the memory FILLs hold never
+ * exceeds the region's own size, which ALLOC charged (RLIMIT_MEMLOCK, the
+ * module's total), however many run at once. No lock is held across the
+ * allocation or the read. The count read is written back before the
+ * chunks are published: on any error, none of them is.
  */
 #include <linux/bvec.h>
 #include <linux/file.h>
@@ -81,18 +85,6 @@ static struct file *pinmem_fill_file(int fd)
 	return file;
 }
 
-/* True when no chunk of [first, first + nr) is populated. */
-static bool pinmem_fill_range_empty(struct pinmem_region *region,
-				    unsigned long first, unsigned long nr)
-{
-	unsigned long i;
-
-	for (i = 0; i < nr; i++)
-		if (READ_ONCE(region->chunks[first + i]))
-			return false;
-	return true;
-}
-
 static void pinmem_fill_free(struct pinmem_fill_job *job)
 {
 	unsigned long i;
@@ -112,8 +104,9 @@ static int pinmem_fill_alloc(struct pinmem_region *region,
 	unsigned long i;
 	bool intr;
 
-	job->chunks = kvcalloc(job->nr, sizeof(*job->chunks), GFP_KERNEL);
-	job->bvec = kvcalloc(job->nr, sizeof(*job->bvec), GFP_KERNEL);
+	job->chunks = kvcalloc(job->nr, sizeof(*job->chunks),
+			       GFP_KERNEL_ACCOUNT);
+	job->bvec = kvcalloc(job->nr, sizeof(*job->bvec), GFP_KERNEL_ACCOUNT);
 	if (!job->chunks || !job->bvec)
 		return -ENOMEM;
 	if (pinmem_beyond_available(job->nr << PINMEM_CHUNK_ORDER))
@@ -180,32 +173,47 @@ static void pinmem_fill_zero_rest(struct pinmem_fill_job *job, u64 from)
 	}
 }
 
-/* Make the job's chunks the region's, all of them or (EEXIST) none. */
-static int pinmem_fill_publish(struct pinmem_region *region,
-			       struct pinmem_fill_job *job)
+static int pinmem_fill_claim(struct pinmem_region *region,
+			     struct pinmem_fill_job *job)
+{
+	int ret;
+
+	if (mutex_lock_killable(&region->populate_lock))
+		return -EINTR;
+	ret = pinmem_chunks_claim(region, job->first, job->nr);
+	mutex_unlock(&region->populate_lock);
+	return ret;
+}
+
+/*
+ * End the claim: with publish, the job's chunks become the region's
+ * (all of them); without, they stay the job's, to be freed unseen. Not
+ * killable: the claim must end, and nobody holds populate_lock long
+ * over claimed chunks (an overlapping POPULATE fails at once).
+ */
+static void pinmem_fill_end(struct pinmem_region *region,
+			    struct pinmem_fill_job *job, bool publish)
 {
 	unsigned long i;
 
 	mutex_lock(&region->populate_lock);
-	if (!pinmem_fill_range_empty(region, job->first, job->nr)) {
-		mutex_unlock(&region->populate_lock);
-		return -EEXIST;
-	}
-	for (i = 0; i < job->nr; i++) {
+	for (i = 0; publish && i < job->nr; i++) {
 		/* Pairs with the acquire in pinmem_region_page(): filled. */
 		smp_store_release(&region->chunks[job->first + i],
 				  job->chunks[i]);
 		job->chunks[i] = NULL;
 	}
-	mutex_lock(&region->lock);
-	region->nr_unpopulated -= job->nr;
-	mutex_unlock(&region->lock);
+	if (publish) {
+		mutex_lock(&region->lock);
+		region->nr_unpopulated -= job->nr;
+		mutex_unlock(&region->lock);
+	}
+	pinmem_chunks_release(region, job->first, job->nr);
 	mutex_unlock(&region->populate_lock);
-	return 0;
 }
 
 static int pinmem_fill(struct pinmem_region *region, struct file *file,
-		       const struct pinmem_fill *f, u64 *done)
+		       struct pinmem_fill *f, struct pinmem_fill __user *uf)
 {
 	struct pinmem_fill_job job = {
 		.first = f->offset >> PINMEM_CHUNK_SHIFT,
@@ -215,15 +223,19 @@ static int pinmem_fill(struct pinmem_region *region, struct file *file,
 	int ret;
 
 	/* Lazy regions only: their entries are all order 9, chunk-indexed. */
-	if (!pinmem_fill_range_empty(region, job.first, job.nr))
-		return -EEXIST;
+	ret = pinmem_fill_claim(region, &job);
+	if (ret)
+		return ret;
 	ret = pinmem_fill_alloc(region, &job);
 	if (!ret)
-		ret = pinmem_fill_read(file, f->file_offset, &job, done);
+		ret = pinmem_fill_read(file, f->file_offset, &job, &f->bytes);
 	if (!ret) {
-		pinmem_fill_zero_rest(&job, *done);
-		ret = pinmem_fill_publish(region, &job);
+		pinmem_fill_zero_rest(&job, f->bytes);
+		/* Out before publication: an EFAULT leaves nothing populated. */
+		if (put_user(f->bytes, &uf->bytes))
+			ret = -EFAULT;
 	}
+	pinmem_fill_end(region, &job, !ret);
 	pinmem_fill_free(&job);
 	return ret;
 }
@@ -232,7 +244,6 @@ int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg)
 {
 	struct pinmem_fill f;
 	struct file *file;
-	u64 done = 0;
 	int ret;
 
 	if (copy_from_user(&f, arg, sizeof(f)))
@@ -243,13 +254,9 @@ int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg)
 	file = pinmem_fill_file(f.fd);
 	if (IS_ERR(file))
 		return PTR_ERR(file);
-	ret = pinmem_fill(region, file, &f, &done);
+	f.bytes = 0;
+	ret = pinmem_fill(region, file, &f, arg);
 	fput(file);
-	trace_pinmem_fill(region->id, f.offset, f.length, done, ret);
-	if (ret)
-		return ret;
-	f.bytes = done;
-	if (copy_to_user(arg, &f, sizeof(f)))
-		return -EFAULT;
-	return 0;
+	trace_pinmem_fill(region->id, f.offset, f.length, f.bytes, ret);
+	return ret;
 }

@@ -51,7 +51,8 @@ struct pinmem_region {
 	unsigned long nr_by_order[PINMEM_CHUNK_ORDER + 1];
 	unsigned int min_order;
 	struct pinmem_place place;	/* where POPULATE allocates */
-	struct mutex populate_lock;	/* one POPULATE at a time */
+	struct mutex populate_lock;	/* one POPULATE at a time; before lock */
+	unsigned long *filling;		/* chunks FILLs hold: populate_lock */
 
 	struct user_struct *user;	/* RLIMIT_MEMLOCK charge, or NULL */
 	kuid_t owner_uid;
@@ -132,14 +133,18 @@ struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
 unsigned long pinmem_alloc_parallel(struct page **chunks, unsigned long nr,
 				    gfp_t gfp, const struct pinmem_place *place,
 				    bool *intr);
+int pinmem_alloc_init(void);
+void pinmem_alloc_exit(void);
 
 /* populate.c */
 int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg);
-int pinmem_alloc_init(void);
+int pinmem_chunks_claim(struct pinmem_region *region, unsigned long first,
+			unsigned long nr);
+void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
+			   unsigned long nr);
 
 /* fill.c */
 int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg);
-void pinmem_alloc_exit(void);
 
 /* numa.c */
 int pinmem_place_from_alloc(const struct pinmem_alloc *a,

@@ -11,10 +11,17 @@
  * Every chunk entry is set once, NULL to a page, with release semantics
  * (alloc_parallel.c); readers (the fault handler, mmap's prefault) load it
  * with acquire and see either nothing or a zeroed chunk. populate_lock
- * keeps two POPULATEs from allocating the same entry; it is never held
- * with region->lock, nor under mmap_lock.
+ * keeps two POPULATEs from allocating the same entry, and keeps the
+ * chunks a FILL has claimed (region->filling) apart: an overlapping
+ * POPULATE or FILL fails at once with EBUSY, so no chunk is ever
+ * allocated twice and no call holds memory the region was not charged
+ * for. Lock order: populate_lock, then region->lock (for nr_unpopulated
+ * only); never under mmap_lock, and nothing under it touches user memory.
+ * It is taken killably: a POPULATE may hold it for a whole allocation.
  */
+#include <linux/bitmap.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "pinmem.h"
@@ -42,6 +49,49 @@ static unsigned long pinmem_count_missing(struct page **chunks,
 	return n;
 }
 
+/* Whether a FILL holds a chunk of [first, first + nr); populate_lock. */
+static bool pinmem_chunks_filling(struct pinmem_region *region,
+				  unsigned long first, unsigned long nr)
+{
+	lockdep_assert_held(&region->populate_lock);
+	return region->filling &&
+	       find_next_bit(region->filling, first + nr, first) < first + nr;
+}
+
+/*
+ * FILL's claim on chunks [first, first + nr): none populated (EEXIST),
+ * none claimed by another FILL (EBUSY). Until released, POPULATE and
+ * FILL leave them alone. Under populate_lock.
+ */
+int pinmem_chunks_claim(struct pinmem_region *region, unsigned long first,
+			unsigned long nr)
+{
+	unsigned long i;
+
+	lockdep_assert_held(&region->populate_lock);
+	for (i = 0; i < nr; i++)
+		if (region->chunks[first + i])
+			return -EEXIST;
+	if (pinmem_chunks_filling(region, first, nr))
+		return -EBUSY;
+	if (!region->filling) {
+		region->filling = kvcalloc(BITS_TO_LONGS(region->nr_chunks),
+					   sizeof(long), GFP_KERNEL_ACCOUNT);
+		if (!region->filling)
+			return -ENOMEM;
+	}
+	bitmap_set(region->filling, first, nr);
+	return 0;
+}
+
+/* The claim ends (its chunks published or never were); populate_lock. */
+void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
+			   unsigned long nr)
+{
+	lockdep_assert_held(&region->populate_lock);
+	bitmap_clear(region->filling, first, nr);
+}
+
 static int pinmem_populate(struct pinmem_region *region, u64 offset,
 			   u64 length)
 {
@@ -53,11 +103,16 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 
 	pinmem_populate_span(offset, length, &first, &nr);
 	chunks = region->chunks + first;
-	mutex_lock(&region->populate_lock);
+	if (mutex_lock_killable(&region->populate_lock))
+		return -EINTR;
 	missing = pinmem_count_missing(chunks, nr);
 	if (!missing) {
 		mutex_unlock(&region->populate_lock);
 		return 0;
+	}
+	if (pinmem_chunks_filling(region, first, nr)) {
+		mutex_unlock(&region->populate_lock);
+		return -EBUSY;
 	}
 	if (pinmem_beyond_available(missing << PINMEM_CHUNK_ORDER)) {
 		mutex_unlock(&region->populate_lock);

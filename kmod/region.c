@@ -249,6 +249,7 @@ struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff)
 static void pinmem_region_free(struct pinmem_region *region)
 {
 	pinmem_refs_free(region);
+	kvfree(region->filling);
 	pinmem_free_chunks(region);
 	pinmem_uncharge_user(region);
 	atomic64_sub(region->nr_alloc_pages, &pinmem_totals.pages);

@@ -355,7 +355,9 @@ struct pinmem_nodes {
  * it does nothing and returns 0. offset and length must be page
  * multiples, length non-zero, within the region (else EINVAL). ENOMEM
  * (memory, node, cgroup) and EINTR (fatal signal) keep the chunks
- * allocated before the failure: a retry allocates only the rest.
+ * allocated before the failure: a retry allocates only the rest. EBUSY,
+ * at once and with nothing allocated: a FILL is reading into a chunk of
+ * the range.
  */
 struct pinmem_populate {
 	__u64 offset;		/* in: bytes into the region */
@@ -378,8 +380,12 @@ struct pinmem_populate {
  * (less than length only at the end of the file) and every chunk of the
  * range is populated; on any error none of them is. Errors: EINVAL (range,
  * flags, reserved, file type), EBADF (fd not open for reading), EEXIST (a
- * chunk of the range is populated, by POPULATE, FILL or ALLOC), ENOMEM
- * (as POPULATE), EINTR (fatal signal), and the read's own errors (EIO...).
+ * chunk of the range is populated, by POPULATE, FILL or ALLOC), EBUSY
+ * (another FILL is reading into a chunk of the range: the chunks are
+ * claimed before they are allocated, so FILLs never hold more memory than
+ * the region's charge), ENOMEM (as POPULATE), EINTR (fatal signal), EFAULT
+ * (bytes could not be written back; nothing is populated), and the read's
+ * own errors (EIO...).
  */
 struct pinmem_fill {
 	__s32 fd;		/* in: the file to read */

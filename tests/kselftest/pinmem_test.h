@@ -413,6 +413,29 @@ static inline int pm_param_set(const char *name, unsigned long long v)
 	return ret;
 }
 
+/*
+ * /dev/nullb0, opened with flags (O_DIRECT for no page cache), every I/O
+ * completing after delay_ns (null_blk in timer mode): a device whose
+ * reads and writes stay in flight as long as a test needs. The caller
+ * closes it and runs "rmmod null_blk".
+ */
+static inline int pm_nullb_open(struct __test_metadata *_metadata,
+				unsigned long long delay_ns, int flags)
+{
+	char cmd[160];
+	int fd;
+
+	if (access("/sys/module/null_blk", F_OK) == 0)
+		ASSERT_EQ(0, system("rmmod null_blk"));
+	snprintf(cmd, sizeof(cmd),
+		 "modprobe null_blk nr_devices=1 irqmode=2 completion_nsec=%llu",
+		 delay_ns);
+	ASSERT_EQ(0, system(cmd)) TH_LOG("%s failed", cmd);
+	fd = open("/dev/nullb0", flags | O_CLOEXEC);
+	ASSERT_GE(fd, 0) TH_LOG("open /dev/nullb0: %s", pm_errname(errno));
+	return fd;
+}
+
 static inline double pm_now(void)
 {
 	struct timespec ts;

@@ -57,18 +57,7 @@ FIXTURE_TEARDOWN(io)
 /* /dev/nullb0, O_DIRECT, every I/O taking NULLB_DELAY_NS. */
 static int nullb_open(struct __test_metadata *_metadata)
 {
-	char cmd[160];
-	int fd;
-
-	if (access("/sys/module/null_blk", F_OK) == 0)
-		ASSERT_EQ(0, system("rmmod null_blk"));
-	snprintf(cmd, sizeof(cmd),
-		 "modprobe null_blk nr_devices=1 irqmode=2 completion_nsec=%llu",
-		 NULLB_DELAY_NS);
-	ASSERT_EQ(0, system(cmd)) TH_LOG("%s failed", cmd);
-	fd = open("/dev/nullb0", O_RDWR | O_DIRECT | O_CLOEXEC);
-	ASSERT_GE(fd, 0) TH_LOG("open /dev/nullb0: %s", pm_errname(errno));
-	return fd;
+	return pm_nullb_open(_metadata, NULLB_DELAY_NS, O_RDWR | O_DIRECT);
 }
 
 /* Submit one O_DIRECT read (or write) of IO_BYTES at buf. */
