@@ -13,6 +13,7 @@
  * mempolicy would do; a caller with a mempolicy of its own allocates
  * alone, so that its policy holds for every chunk.
  */
+#include <linux/cpuset.h>
 #include <linux/gfp.h>
 #include <linux/memcontrol.h>
 #include <linux/mempolicy.h>
@@ -108,8 +109,15 @@ static unsigned int pinmem_alloc_nr_workers(unsigned long nr)
 		threads = num_online_cpus();
 	threads = min(threads, PINMEM_ALLOC_THREADS_MAX);
 #ifdef CONFIG_NUMA
-	/* The workers could not follow the caller's own mempolicy. */
-	if (current->mempolicy)
+	/*
+	 * The workers are kernel threads outside the caller's cpuset and
+	 * mempolicy and could follow neither: a caller with a policy, or
+	 * confined to some of the nodes with memory, allocates alone. The
+	 * nodemask is read without its seqcount: a cpuset changing at this
+	 * moment may see one allocation decided by its old nodes.
+	 */
+	if (current->mempolicy ||
+	    !nodes_subset(node_states[N_MEMORY], cpuset_current_mems_allowed))
 		return 0;
 #endif
 	return min_t(unsigned long, threads - 1, nr / PINMEM_CHUNKS_PER_WORKER);

@@ -25,6 +25,7 @@
 #include <linux/pid_namespace.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -304,22 +305,29 @@ static u32 pinmem_prot(vm_flags_t flags)
 
 /*
  * Whether the caller may learn where task (owning mm) maps the region:
- * its own mappings, those of processes running as the same user (uid and
- * euid), any with CAP_SYS_PTRACE (all_addr). Another user's addresses
- * would undo its ASLR, as /proc/PID/maps would. Under rcu_read_lock.
+ * its own mappings, any with CAP_SYS_PTRACE (all_addr), and otherwise
+ * /proc/PID/maps' rule (__ptrace_may_access with FSCREDS): the caller's
+ * fsuid and fsgid equal to every uid and gid of the task, and the task
+ * dumpable. Modules cannot call ptrace_may_access(), so the LSM's say
+ * (Yama's ptrace_scope) is not asked: stated in security.md. Another
+ * user's addresses would undo its ASLR. Under rcu_read_lock.
  */
 static bool pinmem_addr_visible(struct task_struct *task,
 				struct mm_struct *mm, bool all_addr)
 {
-	const struct cred *tcred;
+	const struct cred *cred = current_cred(), *tcred;
 
 	if (all_addr || mm == current->mm)
 		return true;
-	if (!task)
+	if (!task || get_dumpable(mm) != SUID_DUMP_USER)
 		return false;
 	tcred = __task_cred(task);
-	return uid_eq(tcred->uid, current_uid()) &&
-	       uid_eq(tcred->euid, current_euid());
+	return uid_eq(cred->fsuid, tcred->euid) &&
+	       uid_eq(cred->fsuid, tcred->suid) &&
+	       uid_eq(cred->fsuid, tcred->uid) &&
+	       gid_eq(cred->fsgid, tcred->egid) &&
+	       gid_eq(cred->fsgid, tcred->sgid) &&
+	       gid_eq(cred->fsgid, tcred->gid);
 }
 
 /*

@@ -3,6 +3,7 @@
  * pinmem: NUMA placement. The node an ALLOC asks for, and NODES, the
  * bytes of a region on each node.
  */
+#include <linux/cpuset.h>
 #include <linux/err.h>
 #include <linux/gfp.h>
 #include <linux/nodemask.h>
@@ -31,6 +32,10 @@ int pinmem_place_from_alloc(const struct pinmem_alloc *a,
 		return -EINVAL;
 	nid = array_index_nospec(a->node, nr_node_ids);
 	if (!node_online(nid))
+		return -EINVAL;
+	/* As set_mempolicy(2): a node with memory outside the cpuset. */
+	if (node_state(nid, N_MEMORY) &&
+	    !node_isset(nid, cpuset_current_mems_allowed))
 		return -EINVAL;
 	place->nid = nid;
 	if (a->flags & PINMEM_ALLOC_ANY_NODE)

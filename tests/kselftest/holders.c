@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -238,8 +239,8 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	struct pinmem_holder h[4];
 	const struct pinmem_holder *r;
 	struct pm_seen seen;
-	pid_t holder, pid;
-	void *hv;
+	pid_t holder = 0, undumpable = 0, pid;
+	void *hv, *nv;
 	char c = 0;
 
 	ASSERT_OK(pipe2(ready, O_CLOEXEC));
@@ -247,22 +248,36 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	ASSERT_OK(pipe2(res, O_CLOEXEC));
 	/* Each process holds only the mappings it made. */
 	ASSERT_OK(madvise(own, 2 * MiB, MADV_DONTFORK));
-	/* The holder: user 65534, one view mapping, kept until told. */
-	holder = fork();
-	ASSERT_GE(holder, 0);
-	if (holder == 0) {
-		if (setresgid(65534, 65534, 65534) ||
-		    setresuid(65534, 65534, 65534))
-			_exit(10);
-		hv = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
-		if (hv == MAP_FAILED)
-			_exit(11);
-		if (write(ready[1], &hv, sizeof(hv)) != sizeof(hv) ||
-		    read(done[0], &c, 1) != 1)
-			_exit(12);
-		_exit(0);
+	/*
+	 * The holders: user 65534, one view mapping each, kept until told;
+	 * the second is not dumpable, which hides its maps file from its own
+	 * user too (and so its addresses).
+	 */
+	for (int i = 0; i < 2; i++) {
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			if (setresgid(65534, 65534, 65534) ||
+			    setresuid(65534, 65534, 65534))
+				_exit(10);
+			/* A uid change leaves it undumpable: set it back. */
+			if (prctl(PR_SET_DUMPABLE, !i))
+				_exit(13);
+			hv = mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, vfd, 0);
+			if (hv == MAP_FAILED)
+				_exit(11);
+			if (write(ready[1], &hv, sizeof(hv)) != sizeof(hv) ||
+			    read(done[0], &c, 1) != 1)
+				_exit(12);
+			_exit(0);
+		}
+		if (i)
+			undumpable = pid;
+		else
+			holder = pid;
+		ASSERT_EQ(sizeof(hv), read(ready[0], i ? &nv : &hv,
+					   sizeof(hv)));
 	}
-	ASSERT_EQ(sizeof(hv), read(ready[0], &hv, sizeof(hv)));
 
 	/* Another user: every address but its own withheld, the rest shown. */
 	pid = fork();
@@ -271,19 +286,19 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 		_exit(pm_seen_as(vfd, 65533, res[1]));
 	ASSERT_EQ(0, pm_wait(pid));
 	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
-	ASSERT_EQ(3, seen.count);
-	r = pm_holder_of(seen.h, 3, (pid_t)seen.pid);
+	ASSERT_EQ(4, seen.count);
+	r = pm_holder_of(seen.h, 4, (pid_t)seen.pid);
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(seen.mine, r->start) TH_LOG("its own mapping");
 	EXPECT_EQ(0, PM_HIDDEN(r));
-	r = pm_holder_of(seen.h, 3, holder);
+	r = pm_holder_of(seen.h, 4, holder);
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(0, r->start) TH_LOG("user 65534's view, seen by 65533");
 	EXPECT_NE(0, PM_HIDDEN(r));
 	EXPECT_EQ(2 * MiB, r->length);
 	EXPECT_EQ(PINMEM_HOLDER_VIEW, r->kind);
 	EXPECT_NE(0, r->comm[0]);
-	r = pm_holder_of(seen.h, 3, getpid());
+	r = pm_holder_of(seen.h, 4, getpid());
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65533");
 	EXPECT_NE(0, PM_HIDDEN(r));
@@ -296,29 +311,37 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 		_exit(pm_seen_as(vfd, 65534, res[1]));
 	ASSERT_EQ(0, pm_wait(pid));
 	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
-	ASSERT_EQ(3, seen.count);
-	r = pm_holder_of(seen.h, 3, holder);
+	ASSERT_EQ(4, seen.count);
+	r = pm_holder_of(seen.h, 4, holder);
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ((uintptr_t)hv, r->start) TH_LOG("same user's view");
 	EXPECT_EQ(0, PM_HIDDEN(r));
-	r = pm_holder_of(seen.h, 3, getpid());
+	r = pm_holder_of(seen.h, 4, undumpable);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start) TH_LOG("same user's view, not dumpable");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	r = pm_holder_of(seen.h, 4, getpid());
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ(0, r->start) TH_LOG("root's owner mapping, seen by 65534");
 	EXPECT_NE(0, PM_HIDDEN(r));
 
 	/* Root (CAP_SYS_PTRACE) sees every address. */
-	ASSERT_EQ(2, pm_holders(vfd, h, 4));
-	r = pm_holder_of(h, 2, holder);
+	ASSERT_EQ(3, pm_holders(vfd, h, 4));
+	r = pm_holder_of(h, 3, holder);
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ((uintptr_t)hv, r->start);
 	EXPECT_EQ(0, PM_HIDDEN(r));
-	r = pm_holder_of(h, 2, getpid());
+	r = pm_holder_of(h, 3, undumpable);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ((uintptr_t)nv, r->start);
+	r = pm_holder_of(h, 3, getpid());
 	ASSERT_NE(NULL, r);
 	EXPECT_EQ((uintptr_t)own, r->start);
 	EXPECT_EQ(0, PM_HIDDEN(r));
 
-	ASSERT_EQ(1, write(done[1], &c, 1));
+	ASSERT_EQ(2, write(done[1], "xx", 2));
 	ASSERT_EQ(0, pm_wait(holder));
+	ASSERT_EQ(0, pm_wait(undumpable));
 	for (int i = 0; i < 2; i++) {
 		close(ready[i]);
 		close(done[i]);

@@ -4,8 +4,13 @@
  * for or fails with ENOMEM, ALLOC_ANY_NODE lets other nodes serve, bad
  * node arguments are EINVAL, and NODES says where the bytes are. The
  * two-node cases run in a guest started with PINMEM_VM_NUMA=2 (or
- * "2,memless": node 1 without memory) and are skipped elsewhere.
+ * "2,memless": node 1 without memory) and are skipped elsewhere; a
+ * caller's cpuset confines them.
  */
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include "pinmem_test.h"
 
 #define CHUNK (2 * MiB)
@@ -216,6 +221,85 @@ TEST_F_TIMEOUT(numa, full_node_enomem_any_node_spills, 300)
 	       (unsigned long long)bytes[1] / MiB,
 	       (unsigned long long)bytes[0] / MiB);
 	close(rfd);
+}
+
+#define CPUSET_CG	"/sys/fs/cgroup/pinmem-cpuset-test"
+
+static int write_str(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, v, strlen(v));
+	close(fd);
+	return n == (ssize_t)strlen(v) ? 0 : -EIO;
+}
+
+/* This process into a cgroup v2 whose cpuset.mems is node 0 only. */
+static int confine_to_node0(void)
+{
+	char pid[32];
+
+	mkdir("/sys/fs/cgroup", 0755);
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) &&
+	    mount("none", "/sys/fs/cgroup", "cgroup2", 0, NULL))
+		return 30;
+	if (write_str("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset"))
+		return 31;
+	if (mkdir(CPUSET_CG, 0755) && errno != EEXIST)
+		return 32;
+	if (write_str(CPUSET_CG "/cpuset.mems", "0"))
+		return 33;
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return write_str(CPUSET_CG "/cgroup.procs", pid) ? 34 : 0;
+}
+
+/*
+ * A caller whose cpuset allows node 0 only: node 1 is refused (EINVAL,
+ * as set_mempolicy(2) answers), with or without ANY_NODE, and a large
+ * ALLOC puts nothing on node 1 although the allocation workers (kernel
+ * threads, in no cpuset) would run on node 1's CPUs.
+ */
+TEST_F(numa, cpuset_confines_allocation)
+{
+	uint64_t bytes[MAX_NODES];
+	int status, dev = self->env.dev;
+	pid_t child;
+
+	if (!node_listed("has_memory", 1))
+		SKIP(return, "no second node with memory (PINMEM_VM_NUMA=2)");
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		int rfd, ret = confine_to_node0();
+
+		if (ret)
+			_exit(ret);
+		if (alloc_on(dev, 8 * CHUNK, PINMEM_ALLOC_NODE, 1) != -EINVAL)
+			_exit(40);
+		if (alloc_on(dev, 8 * CHUNK, PINMEM_ALLOC_NODE |
+			     PINMEM_ALLOC_ANY_NODE, 1) != -EINVAL)
+			_exit(41);
+		rfd = alloc_on(dev, 128 * CHUNK, 0, 0);
+		if (rfd < 0)
+			_exit(42);
+		if (nodes_of(rfd, bytes, MAX_NODES) < 2)
+			_exit(43);
+		if (bytes[1] || bytes[0] != 128 * CHUNK) {
+			printf("# confined to node 0: %llu MiB on node 1\n",
+			       (unsigned long long)bytes[1] / MiB);
+			_exit(44);
+		}
+		close(rfd);
+		_exit(0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	rmdir(CPUSET_CG);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("30-34: cgroup set-up, 40/41: node 1 not refused, 42/43: ALLOC/NODES failed, 44: bytes on node 1");
 }
 
 TEST_HARNESS_MAIN
