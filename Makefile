@@ -12,6 +12,8 @@
 #   make demo       deps, build, then the demo in a guest
 #   make stress     the whole checkpoint-load matrix in a guest per kernel
 #                   (tests/io/load-matrix.py --full; hours under TCG)
+#   make boot-loop  boot the rig's guest N times (KERNEL=6.12 N=300) and
+#                   tally clean boots, retried early deaths and the rest
 #   make install    libpin, headers, pkg-config file, man pages, tools
 #                   (PREFIX, DESTDIR); it says how to install the module
 #   make install-dkms  the module's source for DKMS, udev rule, modules-load.d
@@ -78,7 +80,8 @@ check: deps
 check-debug: deps
 	$(MAKE) all
 	rm -rf $(B)/results-debug
-	tests/vm/debug-kernel/lane $(B)/results-debug/debug; \
+	PINMEM_VM_RETRY_LOG=$(B)/results-debug/boot-retries.log \
+		tests/vm/debug-kernel/lane $(B)/results-debug/debug; \
 	tests/report $(B)/results-debug
 
 # PINMEM_FUZZ_SECONDS per libFuzzer target (default 600), then
@@ -102,7 +105,11 @@ stress: deps
 		--full /run/pinmem/scratch; \
 	done
 
+# How often a guest kernel fails to boot in the rig (tests/vm/boot-loop).
+boot-loop: all
+	PINMEM_KERNEL=$(or $(KERNEL),6.12) tests/vm/boot-loop $(or $(N),30)
+
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug fuzz demo stress clean install userland
+.PHONY: all deps check check-debug fuzz demo stress boot-loop clean install userland
