@@ -158,8 +158,9 @@ def test_load_safetensors_zero_copy(scratch, dev):
 
 
 def test_load_safetensors_refuses_unaligned_tensors(scratch, dev):
-    # safetensors' own layout: data back to back, the second tensor 4 bytes
-    # after the first, so JAX could only copy it.
+    # safetensors' own layout: data back to back after a header padded to
+    # 8 bytes: "a" at offset 120 of the file (and the region), "b" 4 bytes
+    # after it, so JAX could only copy them.
     from pinmem.safetensors.numpy import save_file
     p = os.path.join(scratch, "packed.safetensors")
     save_file({"a": np.zeros(1, np.float32), "b": np.ones(4, np.float32)}, p)
@@ -168,6 +169,21 @@ def test_load_safetensors_refuses_unaligned_tensors(scratch, dev):
         pj.load_safetensors(p, dev=dev)
     gc.collect()
     assert dl.live_exports() == before
+    # Asked for: the unaligned one copied and named, the others views.
+    # pinmem's writer starts the data on 4096: "a" aligned, "b" 4 bytes on.
+    p = os.path.join(scratch, "aligned.safetensors")
+    pinmem.save_safetensors(p, {"a": np.zeros(1, np.float32),
+                                "b": np.ones(4, np.float32)})
+    with pytest.raises(ValueError, match="tensor b .*not a multiple of 64"):
+        pj.load_safetensors(p, dev=dev)
+    params = pj.load_safetensors(p, dev=dev, copy_unaligned=True)
+    assert params.copied == ["b"]
+    assert pj.mapping_range(params["b"]) is None
+    rng = pj.mapping_range(params["a"])
+    ptr = params["a"].unsafe_buffer_pointer()
+    assert rng[0] <= ptr < rng[1] and ptr % 64 == 0
+    assert np.asarray(params["b"]).tolist() == [1.0] * 4
+    assert np.asarray(params["a"]).tolist() == [0.0]
 
 
 # ---- donation --------------------------------------------------------------

@@ -36,6 +36,7 @@ dtypes: any NumPy dtype JAX has, bfloat16 and float8_e4m3fn/float8_e5m2
 (ml_dtypes, which JAX requires) included, viewing the bytes as they are.
 """
 import jax
+import jax.numpy  # noqa: F401 - jax.numpy.array
 import numpy as np
 
 from . import core
@@ -93,23 +94,31 @@ def view(region, dtype, shape, offset=0):
 class Arrays(dict):
     """name -> jax.Array of a loaded checkpoint (a dict). .regions: each
     file's Region (sealed; donate it once the arrays are gone), .formats:
-    name -> safetensors dtype name, .metadata, .files."""
+    name -> safetensors dtype name, .metadata, .files, .copied: the names
+    copied rather than viewed (copy_unaligned=True)."""
 
     regions = ()
     formats = {}
     metadata = {}
     files = ()
+    copied = ()
 
 
-def load_safetensors(path, dev=None, **kw):
+def load_safetensors(path, dev=None, copy_unaligned=False, **kw):
     """Load a .safetensors file (or the shards of an .index.json) into
     sealed pinned regions (pinmem.load_safetensors, same keywords) and
     return Arrays: name -> jax.Array over them, no copy. Every array of a
     file shares that file's one read-only view mapping, which lives until
     JAX has freed the last of them. ValueError (before any import) for a
     tensor whose data does not start on ALIGNMENT bytes, or whose format
-    JAX has no type for (F4, F6, F8_E8M0)."""
+    JAX has no type for (F4, F6, F8_E8M0). Tensors lie back to back in a
+    safetensors file, so one starts on 64 bytes only when the data section
+    does (pinmem.save_safetensors puts it on 4096) and the tensors before
+    it fill whole multiples of 64 bytes. copy_unaligned=True copies the
+    others into JAX's own memory instead of refusing them, and names them
+    in .copied."""
     ck = _native.load_safetensors(path, dev=dev, **kw)
+    copied = []
     try:
         for name, a in ck.items():
             try:
@@ -118,14 +127,21 @@ def load_safetensors(path, dev=None, **kw):
                 raise ValueError("pinmem.jax: tensor %s is %s, which JAX has "
                                  "no type for" % (name, ck.formats[name])) \
                     from None
-            # The mapping starts on a page: the address's alignment is
-            # the tensor's offset's.
-            _check_aligned(a.__array_interface__["data"][0] % 4096,
-                           "tensor %s" % name)
-        out = Arrays((name, _import(a, "tensor %s" % name))
-                     for name, a in ck.items())
+            # The mapping starts on a page: the address is aligned as the
+            # tensor's offset in the region is.
+            m = core._mapping_of(a)
+            off = a.__array_interface__["data"][0] - m.addr + m.offset
+            if copy_unaligned and off % ALIGNMENT:
+                copied.append(name)
+            else:
+                _check_aligned(off, "tensor %s" % name)
+        out = Arrays()
+        for name, a in ck.items():
+            out[name] = jax.numpy.array(a, copy=True) if name in copied \
+                else _import(a, "tensor %s" % name)
     finally:
         ck.close()
+    out.copied = copied
     out.regions = ck.regions or []
     out.formats = dict(ck.formats)
     out.metadata = dict(ck.metadata)
