@@ -91,9 +91,12 @@ fuzz: all fuzz-build
 	PINMEM_VM_TIMEOUT=7200 PINMEM_FUZZ_OPS=$${PINMEM_FUZZ_OPS:-2000000} \
 		tests/vm/run build/fault/abifuzz
 
+# Parts 1-5 under Debian's python3 (torch), then part 6 (JAX) under the
+# venv that tests/deps.sh made, in the same guest.
 demo: deps
 	$(MAKE) all
-	tests/vm/run /usr/bin/python3 libpin/python/demo.py
+	tests/vm/run sh -c '/usr/bin/python3 libpin/python/demo.py && \
+		"$$(tests/python-venv path)/bin/python" libpin/python/demo_jax.py'
 
 # Every layout x backend x geometry of the load matrix, per kernel; the
 # guest gets room for a 600 MiB file and its region.

@@ -52,6 +52,7 @@ def test_strided_slices_export_with_their_strides(region):
     assert b.shape == s.shape and (b == s).all()
 
 
+@pytest.mark.torch
 def test_torch_takes_a_sealed_view_and_holds_its_mapping(region):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     a, rng, path = sealed_view(region)
@@ -179,7 +180,8 @@ print("wrote", flush=True)
 """ % os.path.join(TOP, "libpin", "python")
 
 
-@pytest.mark.parametrize("who", ["numpy", "torch"])
+@pytest.mark.parametrize("who", ["numpy",
+                                 pytest.param("torch", marks=pytest.mark.torch)])
 def test_consumer_that_writes_read_only_memory_faults(who):
     if who == "torch":
         pytest.importorskip("torch", reason="PyTorch is not installed")

@@ -104,7 +104,16 @@ def test_fill_any_tensors(dev):
     assert placed.places["a"].offset == 4096
     r.seal()
     same(placed.arrays(), src)
+
+
+@pytest.mark.torch
+def test_fill_any_tensors_torch(dev):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    r = dev.alloc(1 << 20)
+    src = {"a": np.arange(10, dtype=np.int16),
+           "b": np.ones((3, 5), np.float64), "c": np.zeros(0, np.uint8)}
+    placed = fill(r, src, offset=4096, align=256)
+    r.seal()
     t = placed.tensors()
     assert t["b"].dtype == torch.float64 and float(t["b"].sum()) == 15.0
     r2 = dev.alloc(1 << 20)

@@ -35,8 +35,9 @@ import io as _io
 import os as _os
 
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
-                   PinnedArray, PortableBackendWarning, RefRange, Region,
-                   RegionInfo, ViewInUseError, open, pci_numa_node)
+                   PinnedArray, PortableBackendWarning, ReadOnlyError,
+                   RefRange, Region, RegionInfo, ViewInUseError, open,
+                   pci_numa_node)
 # core's parts are modules of their own but not names of the package
 # (pinmem.core re-exports what they define): importing core bound them.
 from . import _arrays, _errors, _records
@@ -81,7 +82,8 @@ def __getattr__(name):
 
 __all__ = ["open", "Device", "Region", "PinnedArray", "Holder", "RefRange",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
-           "ViewInUseError", "HAVE_ML_DTYPES", "format_of", "as_format",
+           "ViewInUseError", "ReadOnlyError", "HAVE_ML_DTYPES", "format_of",
+           "as_format",
            "load_safetensors", "save_safetensors", "Checkpoint",
            "LIBPIN_PATH", "LIBPIN_VERSION", "PortableBackendWarning",
            "send_fd", "recv_fd", "pci_numa_node", "__version__"]

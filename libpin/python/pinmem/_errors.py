@@ -38,6 +38,14 @@ class BusyError(PinError):
     __module__ = _CORE
 
 
+class ReadOnlyError(RuntimeError):
+    """A write into read-only pinned memory, refused before it happened: a
+    torch tensor over a read-only view mapping (a checkpoint loaded on the
+    device backend), which the kernel would answer with SIGSEGV. Copy the
+    tensor (t.clone()) to modify it."""
+    __module__ = _CORE
+
+
 class PortableBackendWarning(UserWarning):
     """pinmem.open() fell back to the portable backend because /dev/pinmem
     is absent: nothing arbitrates donation. Silence it with

@@ -198,6 +198,7 @@ _PROTOTYPES = {
     "pin_view_error": (c_char_p, [_view]),
     "pin_view_map": (c_int, [_view, c_int, POINTER(c_void_p)]),
     "pin_view_unmap": (c_int, [_view, c_void_p]),
+    "pin_view_fd": (c_int, [_view]),
 }
 
 # Checkpoint I/O and references; optional so that an older libpin still

@@ -34,7 +34,7 @@ from ._lib import lib
 # The parts, re-exported (the package, torch.py, dlpack.py, safetensors/
 # and the tests use core's private names too).
 from ._errors import (BusyError, PinError, PortableBackendWarning,  # noqa: F401
-                      ViewInUseError, _check)
+                      ReadOnlyError, ViewInUseError, _check)
 from ._records import (DeviceInfo, Holder, RefRange, RegionInfo,  # noqa: F401
                        _holder, _prot_str, _ref_range, _region_info,
                        _state_name)
@@ -43,7 +43,8 @@ from ._arrays import (PinnedArray, _OwnerMapping, _Probe,  # noqa: F401
                       _BASE_RELEASE, _calibrate, _end, _end_view,
                       _mapping_of, _outside_refs, _over, _page, _shape_tuple)
 
-__all__ = ["PinError", "BusyError", "ViewInUseError", "Device", "Region",
+__all__ = ["PinError", "BusyError", "ViewInUseError", "ReadOnlyError",
+           "Device", "Region",
            "PinnedArray", "Holder", "RefRange", "RegionInfo", "DeviceInfo",
            "open"]
 
@@ -367,12 +368,26 @@ class Region:
 
     # -- memory
 
-    def view(self, dtype, shape, offset=0, writable=False):
+    def view(self, dtype, shape, offset=0, writable=False,
+             copy_on_write=False):
         """A NumPy array over bytes [offset, offset + nbytes) of the region,
         backed by its own view mapping (the kernel counts it). The mapping
         lives exactly as long as this array and the arrays derived from it;
         ``with region.view(...) as a:`` ends it at the end of the block.
-        writable=True needs the region OPEN."""
+        writable=True needs the region OPEN. copy_on_write=True: a
+        writable array over a private mapping of a read-only view, in any
+        state: reads see the region, writes go to private copies of the
+        pages (ordinary memory) and never into the region. Portable
+        backend only: the module maps views shared, so on the device
+        backend it is PinError EOPNOTSUPP."""
+        if copy_on_write and self.backend != "portable":
+            raise PinError(_errno.EOPNOTSUPP, "view: region %d: "
+                           "copy-on-write views need the portable backend "
+                           "(the pinmem module maps views shared only)" %
+                           self.id)
+        if copy_on_write and writable:
+            raise ValueError("pinmem: writable=True and copy_on_write=True "
+                             "exclude each other")
         dtype = np.dtype(dtype)
         shape = _shape_tuple(shape)
         nbytes = math.prod(shape) * dtype.itemsize
@@ -386,7 +401,8 @@ class Region:
         end = min(end, -(-self.size // page) * page)
         with self._lock:
             m = _ViewMapping(self._ptr(), self.id, start, end - start,
-                             bool(writable), self._err, self._busy_holders)
+                             bool(writable), self._err, self._busy_holders,
+                             private=bool(copy_on_write))
         return _over(m, dtype, shape, offset - start, PinnedArray)
 
     def owner_array(self, dtype=np.uint8, shape=None, offset=0):

@@ -38,6 +38,8 @@ kDLCUDA = 2
 kDLCUDAHost = 3
 
 _INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6
+# DLPack 1.1's float8 codes (ml_dtypes' names).
+_FLOAT8 = {"float8_e4m3fn": 10, "float8_e5m2": 12}
 FLAG_READ_ONLY = 1 << 0
 
 
@@ -128,11 +130,15 @@ _DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructor)
 def _dtype(dt):
     if dt.byteorder == ">":
         raise BufferError("pinmem: big-endian %s has no DLPack form" % dt)
+    # ml_dtypes' types by name first: their kind is "V" or "f" depending
+    # on the type and the ml_dtypes version.
+    if dt.name == "bfloat16" and dt.itemsize == 2:
+        return DLDataType(_BFLOAT, 16, 1)
+    if dt.name in _FLOAT8 and dt.itemsize == 1:
+        return DLDataType(_FLOAT8[dt.name], 8, 1)
     kind = {"i": _INT, "u": _UINT, "f": _FLOAT, "c": _COMPLEX, "b": _BOOL}
     if dt.kind in kind:
         return DLDataType(kind[dt.kind], dt.itemsize * 8, 1)
-    if dt.name == "bfloat16":           # ml_dtypes
-        return DLDataType(_BFLOAT, 16, 1)
     raise BufferError("pinmem: %s has no DLPack type" % dt)
 
 
@@ -201,3 +207,9 @@ def live_exports():
     """How many exports wait for their consumer's deleter (tests)."""
     with _LIVE_LOCK:
         return len(_LIVE)
+
+
+def exported_arrays():
+    """The arrays of the exports not yet released (their mappings live)."""
+    with _LIVE_LOCK:
+        return [entry[3] for entry in _LIVE.values()]

@@ -83,14 +83,15 @@ def format_of(x):
     dt = x if isinstance(x, np.dtype) else getattr(x, "dtype", None)
     if dt is None:
         dt = np.dtype(x)
-    if dt.kind == "V":
-        raise ValueError("pinmem: %s is raw bytes of a format NumPy does not "
-                         "have; say which (formats={name: 'BF16'}) to save "
-                         "it" % dt)
+    # ml_dtypes' types first: newer ml_dtypes give them kind "V" too.
     if _ml is not None:
         for name in _ML_FORMATS:
             if dt == _BY_NAME[name]:
                 return name
+    if dt.kind == "V":
+        raise ValueError("pinmem: %s is raw bytes of a format NumPy does not "
+                         "have; say which (formats={name: 'BF16'}) to save "
+                         "it" % dt)
     if dt.byteorder == ">" or (dt.byteorder == "=" and
                                np.little_endian is False):
         raise ValueError("pinmem: big-endian %s is not a safetensors type"

@@ -21,11 +21,18 @@ alive; it is unmapped when the storage is freed, i.e. with the last of them.
 Nothing caches it. ``with pt.scoped_view(...) as t:`` ends it at the end
 of the block (ViewInUseError if something else still uses it).
 
-Read-only tensors: torch has no read-only tensors. A tensor over a sealed
-region (or a read-only view) is a PROT_READ mapping that the kernel
-enforces: writing through it (t.add_(1), t[0] = 1, copy_ into it) kills the
-process with SIGSEGV at the write -- it never modifies the checkpoint. Use
-tensors of a view made with writable=True (region OPEN) to write.
+Read-only tensors: torch has none of its own. A tensor over a sealed
+region (or a read-only view) lies in a PROT_READ mapping that the kernel
+enforces, so a write would kill the process with SIGSEGV. Such tensors are
+ReadOnlyTensor (a torch.Tensor subclass; so are the tensors derived from
+them that share their memory: slices, views, .data), which refuses every
+torch write into that memory (in-place methods, t[0] = 1, t += 1, copy_
+into it, out=) with pinmem.ReadOnlyError before it happens, and whose
+.numpy() is read-only. Reading, and every operation that makes a new
+tensor, is unchanged (results are plain tensors). Not covered: raw
+pointers (ctypes, C extensions), the storage object, and consumers of a
+DLPack export that ignore its read-only contract. Use tensors of a view
+made with writable=True (region OPEN), or a copy (t.clone()), to write.
 
 dtypes are exact: torch.bfloat16, float16, float32, float64, complex64,
 bool, uint8, int8/16/32/64 (and float8/uint16/32/64 where this torch has
@@ -43,6 +50,7 @@ from . import core
 from .core import ViewInUseError
 
 __all__ = ["view", "empty", "zeros", "from_array", "scoped_view",
+           "ReadOnlyTensor",
            "mapping_range",
            "dtype_name", "dtype_from_name", "element_size"]
 
@@ -115,7 +123,94 @@ def from_array(a, dtype, shape=None):
     # that would outlive t.set_() (scoped_view) through ._base.
     out = torch.empty(0, dtype=dtype)
     out.set_(v)
+    if m is not None and not m.writable:
+        out = out.as_subclass(ReadOnlyTensor)
     return out
+
+
+# In-place operators that do not write the tensor's memory.
+_NOT_WRITES = frozenset(("requires_grad_", "set_", "share_memory_",
+                         "detach_", "retain_grad", "resize_"))
+_INPLACE_DUNDERS = frozenset(
+    "__i%s__" % op for op in ("add", "sub", "mul", "matmul", "truediv",
+                              "floordiv", "mod", "pow", "and", "or", "xor",
+                              "lshift", "rshift", "div"))
+
+
+def _read_only_mapping(t):
+    """The read-only view mapping tensor t's memory lies in, or None."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    with torch._C.DisableTorchFunction():
+        if t.device.type != "cpu":
+            return None
+        ptr = t.data_ptr()
+    if not ptr:
+        return None
+    for m in list(_MAPPINGS.values()):
+        if not m.writable and m.addr <= ptr < m.addr + m.length and \
+                m.mapped:
+            return m
+    return None
+
+
+def _targets(name, args, kwargs):
+    """The tensors an operation named name would write."""
+    out = []
+    if name == "__setitem__" or name in _INPLACE_DUNDERS or (
+            name.endswith("_") and not name.startswith("__") and
+            name not in _NOT_WRITES):
+        if args:
+            first = args[0]
+            out += list(first) if isinstance(first, (list, tuple)) \
+                else [first]
+    o = (kwargs or {}).get("out")
+    if o is not None:
+        out += list(o) if isinstance(o, (list, tuple)) else [o]
+    return out
+
+
+def _guard(x):
+    """Results that share read-only memory stay ReadOnlyTensor; the rest
+    are plain tensors."""
+    if isinstance(x, torch.Tensor):
+        ro = _read_only_mapping(x) is not None
+        if ro and type(x) is not ReadOnlyTensor:
+            return x.as_subclass(ReadOnlyTensor)
+        if not ro and type(x) is ReadOnlyTensor:
+            return x.as_subclass(torch.Tensor)
+        return x
+    if isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor)
+                                            for y in x):
+        return type(x)(_guard(y) for y in x) if type(x) in (list, tuple) \
+            else x
+    return x
+
+
+class ReadOnlyTensor(torch.Tensor):
+    """A tensor over read-only pinned memory: torch writes into that
+    memory raise pinmem.ReadOnlyError instead of faulting (see the
+    module's notes)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        for t in _targets(name, args, kwargs):
+            m = _read_only_mapping(t)
+            if m is not None:
+                raise core.ReadOnlyError(
+                    "pinmem: %s would write a tensor over a read-only view "
+                    "of region %d (0x%x-0x%x), which the kernel answers "
+                    "with SIGSEGV; the memory is shared, read-only (a "
+                    "sealed region's). Copy it first (t.clone())" %
+                    (name, m.region_id, m.addr, m.addr + m.length))
+        with torch._C.DisableTorchFunction():
+            ret = func(*args, **(kwargs or {}))
+        if name == "numpy" and isinstance(ret, np.ndarray) and args and \
+                _read_only_mapping(args[0]) is not None:
+            ret.flags.writeable = False
+            return ret
+        return _guard(ret)
 
 
 def view(region, dtype, shape, offset=0, writable=False):

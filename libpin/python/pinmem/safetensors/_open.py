@@ -124,10 +124,20 @@ class _Image:
             return {k: v for k, v in meta.items() if isinstance(v, str)}
         return None
 
-    def load(self):
+    def load(self, fw="np"):
+        """The tensors' bytes. For torch (fw "pt"), writable as
+        safetensors' are where the backend allows it: copy-on-write
+        (portable); elsewhere read-only, and pinmem.torch refuses writes
+        with ReadOnlyError."""
         if self.arrays is None:
             try:
-                ck = load_safetensors(self.path)
+                dev = core.open()
+                try:
+                    ck = load_safetensors(
+                        self.path, dev=dev, copy_on_write=fw == "pt" and
+                        dev.backend == "portable")
+                finally:
+                    dev.close()
             except core.PinError as e:
                 raise SafetensorError(e.strerror) from e
             self.arrays = {name: ck[name].reshape(-1).view(np.uint8)
@@ -184,7 +194,7 @@ class safe_slice:
             raw = img.load()[self._name]
             part = to_framework(raw, self._dt, self._shape, "np")[key]
             return part if part.flags.c_contiguous else part.copy()
-        raw = img.load()[self._name]
+        raw = img.load("pt")[self._name]
         part = to_framework(raw, self._dt, self._shape, "pt")[idx]
         if self._h._device is not None:
             part = part.to(self._h._device)
@@ -232,7 +242,7 @@ class safe_open:
         if name not in img.entries:
             raise SafetensorError("File does not contain tensor %s" % name)
         dt, shape = img.entries[name]
-        return to_framework(img.load()[name], dt, shape, self._fw,
+        return to_framework(img.load(self._fw)[name], dt, shape, self._fw,
                             self._device)
 
     def get_slice(self, name):
@@ -245,7 +255,7 @@ class safe_open:
         """pinmem's loaded Checkpoint behind this handle (its regions,
         stats), loading the data if it was not yet."""
         img = self._image()
-        img.load()
+        img.load(self._fw)
         return img.checkpoint
 
 
@@ -266,7 +276,10 @@ def load_bytes(data, fw):
             with r.view(np.uint8, (size,), writable=True) as w:
                 w[:] = np.frombuffer(data, np.uint8, size, start)
         r.seal()
-        raw = r.view(np.uint8, (max(size, 1),))
+        # torch's tensors writable as safetensors' where the backend
+        # allows it (copy-on-write), as in _Image.load.
+        raw = r.view(np.uint8, (max(size, 1),),
+                     copy_on_write=fw == "pt" and r.backend == "portable")
     out = {}
     for name, dt, shape, b, e in ents:
         out[name] = to_framework(raw[b:e], dt, shape, fw)

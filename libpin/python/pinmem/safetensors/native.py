@@ -2,6 +2,7 @@
 """safetensors checkpoints in pinned memory, through libpin's reader and
 writer (io_uring, O_DIRECT where the filesystem allows it)."""
 import ctypes
+import errno
 import math
 import os
 from collections.abc import Mapping
@@ -137,14 +138,18 @@ class Checkpoint(Mapping):
 
 
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
-                     direct=True, node=None, any_node=False):
+                     direct=True, node=None, any_node=False,
+                     copy_on_write=False):
     """Load a .safetensors file, or the shards of a
     .safetensors.index.json, into pinned regions (one per file, sealed)
     with libpin's io_uring reader, and return a Checkpoint: a mapping of
     name -> read-only NumPy view. dev: a pinmem Device (default: open
     one). direct=False reads without O_DIRECT. node: every region on that
     NUMA node (pinmem.pci_numa_node of the GPU it is for), else PinError
-    ENOMEM, unless any_node lets other nodes serve; on either backend."""
+    ENOMEM, unless any_node lets other nodes serve; on either backend.
+    copy_on_write=True (portable backend only, else PinError EOPNOTSUPP):
+    the arrays are writable, over a private mapping whose writes go to
+    copies of the pages and never into the region."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
     _need("pin_st_load" if node is None else "pin_st_load_on_node")
@@ -152,6 +157,10 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     if own_dev:
         dev = _open()
     try:
+        if copy_on_write and dev.backend != "portable":
+            raise PinError(errno.EOPNOTSUPP, "load %s: copy-on-write views "
+                           "need the portable backend (the pinmem module "
+                           "maps views shared only)" % path)
         opts = _opts(queue_depth, request_size, direct)
         with _St() as ck:
             if node is None:
@@ -177,7 +186,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                     rp, lambda rp=rp: lib.pin_region_error(rp)))
                 m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
                                  False, lambda rp=rp: lib.pin_region_error(rp),
-                                 None)
+                                 None, private=copy_on_write)
                 raw = np.asarray(m)
                 raws.append(raw)
                 region_ids.append(rid)

@@ -8,12 +8,16 @@
 
 Same names, signatures, defaults, exception types and messages as
 safetensors 0.7's safetensors.torch (load_file, save_file, load, save,
-save_model, load_model). Differences: loaded tensors are views of a sealed
-pinned region and torch has no read-only tensors, so writing one in place
-(t.add_(1)) kills the process with SIGSEGV instead of changing the
-checkpoint -- copy (t.clone()) to modify; model.load_state_dict copies and
-is fine. device="cpu" returns the pinned tensors; another device gets
-.to(device) copies of them (the pinned memory is the copy's source).
+save_model, load_model). Differences:
+loaded tensors are views of a sealed pinned region. Writing one in place
+(t.mul_(2)) never kills the process: on the portable backend they are
+copy-on-write (the write lands on a private copy of the page, as with
+safetensors, and the region keeps its bytes); on the device backend, whose
+module maps views shared only, they are read-only (pinmem.torch's
+ReadOnlyTensor) and the write raises pinmem.ReadOnlyError -- copy
+(t.clone()) to modify; model.load_state_dict copies and is fine.
+device="cpu" returns the pinned tensors; another device gets .to(device)
+copies of them (the pinned memory is the copy's source).
 """
 import torch
 

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: MIT
+"""JAX arrays over pinned regions, zero-copy (importable only where jax is).
+
+    import jax, pinmem, pinmem.jax as pj
+    r = pinmem.open().alloc(64 << 20)
+    ...                                         # fill it while OPEN
+    r.seal()
+    w = pj.view(r, jax.numpy.bfloat16, (4096, 4096))   # no copy
+    r.donate()                                  # BusyError naming w's mapping
+    del w                                       # JAX frees its buffer: unmapped
+    r.donate()                                  # succeeds
+
+    params = pj.load_safetensors("model.safetensors")  # name -> jax.Array
+
+How: each array is imported with jax.dlpack.from_dlpack(..., copy=False)
+from a read-only view mapping of the region (pinmem.dlpack exports it).
+JAX keeps the export until its buffer dies, and then calls the export's
+deleter, which drops the mapping: the mapping lives exactly as long as
+the JAX buffer, i.e. as long as the jax.Array and everything JAX lets
+share that buffer (np.asarray(a) views, exports of it). While it lives
+the kernel counts it, so donating the region is refused (BusyError names
+the mapping: pid, command, address range).
+
+Zero-copy or an error: JAX copies a buffer it cannot use in place (on the
+CPU: one not aligned to 64 bytes). view() and load_safetensors() refuse
+such an offset with ValueError before mapping anything, and check that the
+array JAX made reads the mapping (unsafe_buffer_pointer()); nothing here
+ever copies.
+
+Read-only: JAX arrays are immutable and XLA never writes an imported
+buffer: donating one to a jitted function makes XLA allocate the output
+(the region is not written); JAX then drops the donated array and with it
+the mapping. The mappings made here are read-only in every region state.
+
+dtypes: any NumPy dtype JAX has, bfloat16 and float8_e4m3fn/float8_e5m2
+(ml_dtypes, which JAX requires) included, viewing the bytes as they are.
+"""
+import jax
+import jax.numpy  # noqa: F401 - jax.numpy.array
+import numpy as np
+
+from . import core
+from . import dtypes as _dtypes
+from .safetensors import native as _native
+
+__all__ = ["view", "load_safetensors", "ALIGNMENT", "mapping_range"]
+
+#: the alignment JAX's CPU client needs to use a buffer in place
+ALIGNMENT = 64
+
+
+def _check_aligned(offset, what):
+    # A view mapping starts on a page, so the array's address is aligned
+    # as its offset into the region is.
+    if offset % ALIGNMENT:
+        raise ValueError(
+            "pinmem.jax: %s starts at offset %d, not a multiple of %d "
+            "bytes: JAX would copy it, and this is a zero-copy view "
+            "(copy it explicitly, e.g. jax.numpy.array(region.view(...)))"
+            % (what, offset, ALIGNMENT))
+
+
+def _import(a, what):
+    """A jax.Array over PinnedArray a's memory; a's mapping lives until
+    JAX's buffer dies."""
+    addr = a.__array_interface__["data"][0]
+    if addr % ALIGNMENT:
+        raise ValueError("pinmem.jax: %s at 0x%x is not %d-byte aligned: "
+                         "JAX would copy it" % (what, addr, ALIGNMENT))
+    # copy=False: JAX raises rather than copy. a.__dlpack__ hands JAX a
+    # capsule whose deleter holds a (and so the mapping) until JAX's
+    # buffer is freed.
+    x = jax.dlpack.from_dlpack(a, copy=False)
+    if a.size and x.unsafe_buffer_pointer() != addr:
+        raise RuntimeError("pinmem.jax: JAX copied %s (0x%x, not the "
+                           "mapping's 0x%x)" %
+                           (what, x.unsafe_buffer_pointer(), addr))
+    return x
+
+
+def view(region, dtype, shape, offset=0):
+    """A jax.Array of dtype and shape over bytes [offset, offset + nbytes)
+    of region, on JAX's CPU device, with no copy. Backed by a read-only
+    view mapping of its own (counted by the kernel), unmapped when JAX
+    frees the array's buffer. offset must be a multiple of ALIGNMENT
+    (ValueError otherwise: JAX would copy)."""
+    dtype = np.dtype(dtype)
+    shape = core._shape_tuple(shape)
+    _check_aligned(offset, "the view")
+    a = region.view(dtype, shape, offset=offset)
+    return _import(a, "the view of region %d" % region.id)
+
+
+class Arrays(dict):
+    """name -> jax.Array of a loaded checkpoint (a dict). .regions: each
+    file's Region (sealed; donate it once the arrays are gone), .formats:
+    name -> safetensors dtype name, .metadata, .files, .copied: the names
+    copied rather than viewed (copy_unaligned=True)."""
+
+    regions = ()
+    formats = {}
+    metadata = {}
+    files = ()
+    copied = ()
+
+
+def load_safetensors(path, dev=None, copy_unaligned=False, **kw):
+    """Load a .safetensors file (or the shards of an .index.json) into
+    sealed pinned regions (pinmem.load_safetensors, same keywords) and
+    return Arrays: name -> jax.Array over them, no copy. Every array of a
+    file shares that file's one read-only view mapping, which lives until
+    JAX has freed the last of them. ValueError (before any import) for a
+    tensor whose data does not start on ALIGNMENT bytes, or whose format
+    JAX has no type for (F4, F6, F8_E8M0). Tensors lie back to back in a
+    safetensors file, so one starts on 64 bytes only when the data section
+    does (pinmem.save_safetensors puts it on 4096) and the tensors before
+    it fill whole multiples of 64 bytes. copy_unaligned=True copies the
+    others into JAX's own memory instead of refusing them, and names them
+    in .copied."""
+    ck = _native.load_safetensors(path, dev=dev, **kw)
+    copied = []
+    try:
+        for name, a in ck.items():
+            try:
+                _dtypes.from_name(ck.formats[name])
+            except KeyError:    # raw bytes: no NumPy (so no JAX) type
+                raise ValueError("pinmem.jax: tensor %s is %s, which JAX has "
+                                 "no type for" % (name, ck.formats[name])) \
+                    from None
+            # The mapping starts on a page: the address is aligned as the
+            # tensor's offset in the region is.
+            m = core._mapping_of(a)
+            off = a.__array_interface__["data"][0] - m.addr + m.offset
+            if copy_unaligned and off % ALIGNMENT:
+                copied.append(name)
+            else:
+                _check_aligned(off, "tensor %s" % name)
+        out = Arrays()
+        for name, a in ck.items():
+            out[name] = jax.numpy.array(a, copy=True) if name in copied \
+                else _import(a, "tensor %s" % name)
+    finally:
+        ck.close()
+    out.copied = copied
+    out.regions = ck.regions or []
+    out.formats = dict(ck.formats)
+    out.metadata = dict(ck.metadata)
+    out.files = list(ck.files)
+    return out
+
+
+def mapping_range(x):
+    """(start, end) of the view mapping a jax.Array made here reads, or
+    None (not such an array, or its buffer is gone)."""
+    from . import dlpack
+    try:
+        ptr = x.unsafe_buffer_pointer()
+    except Exception:           # deleted or donated: no buffer
+        return None
+    for a in dlpack.exported_arrays():
+        m = core._mapping_of(a)
+        if m is not None and m.mapped and m.addr <= ptr < m.addr + m.length:
+            return (m.addr, m.addr + m.length)
+    return None
+
