@@ -101,9 +101,13 @@ static int pinmem_ioc_alloc(void __user *arg)
 
 /*
  * Snapshot records into a kernel buffer, sized by what exists rather than
- * by the caller's capacity: ask for the count first, then fill, again if
- * the count grew in between. Returns the buffer (NULL when no record is to
- * be copied), its record count in *filled and the total in *count.
+ * by the caller's capacity: ask for the count first, then fill, again
+ * (with room to grow) if the count grew in between. A process that keeps
+ * adding mappings must not starve the query: after the last try the
+ * records taken stand as the whole answer, count included, so that
+ * count and the records filled always agree. Returns the buffer (NULL
+ * when no record is to be copied), its record count in *filled and the
+ * total in *count.
  */
 static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
 			     void *ctx, size_t size, u32 capacity,
@@ -117,10 +121,12 @@ static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
 		*count = snap(ctx, buf, n);
 		if (*count <= n || n == capacity)
 			break;
+		if (tries == 4) {
+			*count = n;
+			break;
+		}
 		kvfree(buf);
-		if (tries == 4)
-			return ERR_PTR(-EAGAIN);
-		n = min(*count, capacity);
+		n = min_t(u64, (u64)*count + *count / 4 + 16, capacity);
 		buf = kvcalloc(n, size, GFP_KERNEL_ACCOUNT);
 		if (!buf)
 			return ERR_PTR(-ENOMEM);

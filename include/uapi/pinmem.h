@@ -201,12 +201,15 @@ struct pinmem_holder {
  * and sets count to the number of mappings that exist; count > capacity
  * means the list was cut short. On the device fd the caller must own the
  * region (same uid) or have CAP_SYS_ADMIN, else ENOENT as for an unknown id
- * (or id 0). EAGAIN if the mappings kept changing while they were counted
- * (retry). A holder outside the caller's pid namespace has tgid 0 and an
- * empty comm. The start address of a mapping in another process is shown
- * only to a caller of the same user (uid and euid) or with CAP_SYS_PTRACE;
- * to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set (as /proc/PID/maps
- * guards it); length, offset, prot and the rest are shown to all.
+ * (or id 0). Mappings that keep changing while they are counted never
+ * make it fail: after a few tries the records taken are the answer, with
+ * count saying how many (mappings added meanwhile may be missing). A
+ * holder outside the caller's pid namespace has tgid 0 and an empty comm.
+ * The start address of a mapping in another process is shown under
+ * /proc/PID/maps' rule: to CAP_SYS_PTRACE, or when the caller's fsuid and
+ * fsgid equal every uid and gid of the holder and the holder is dumpable;
+ * to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set; length, offset,
+ * prot and the rest are shown to all.
  */
 struct pinmem_holders {
 	__u64 region_id;	/* in */
@@ -218,8 +221,8 @@ struct pinmem_holders {
 
 /*
  * PINMEM_IOC_LIST (device fd): the regions the caller may see (its own uid,
- * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule,
- * and EAGAIN as for HOLDERS.
+ * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule as
+ * for HOLDERS.
  */
 struct pinmem_list {
 	__u64 regions_ptr;	/* in: struct pinmem_region_info[capacity] */

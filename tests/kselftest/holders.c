@@ -352,4 +352,59 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	close(rfd);
 }
 
+struct mapper {
+	int vfd;
+	int stop;
+	int made;
+};
+
+/* Adds one-page view mappings, without end, up to 4000 of them. */
+static void *map_more(void *arg)
+{
+	struct mapper *m = arg;
+
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE) && m->made < 4000) {
+		if (mmap(NULL, PG, PROT_READ, MAP_SHARED, m->vfd,
+			 (off_t)(m->made % 512) * PG) == MAP_FAILED)
+			break;
+		__atomic_store_n(&m->made, m->made + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * A holder that keeps adding mappings must not make the owner's HOLDERS
+ * fail (it used to give EAGAIN after four tries): every call answers, and
+ * the records it fills agree with the count it gives.
+ */
+TEST_F(counting, holders_answer_while_mappings_keep_coming)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	struct mapper m = { .vfd = pm_view(rfd, 0, 2 * MiB, 0) };
+	struct pinmem_holders q = { .capacity = 8192 };
+	struct pinmem_holder *h = calloc(8192, sizeof(*h));
+	pthread_t t;
+	int calls;
+
+	ASSERT_NE(NULL, h);
+	q.holders_ptr = (uintptr_t)h;
+	ASSERT_EQ(0, pthread_create(&t, NULL, map_more, &m));
+	for (calls = 0; calls < 200 &&
+	     __atomic_load_n(&m.made, __ATOMIC_ACQUIRE) < 4000; calls++) {
+		memset(h, 0, 8192 * sizeof(*h));
+		ASSERT_EQ(0, ioctl(rfd, PINMEM_IOC_HOLDERS, &q))
+			TH_LOG("call %d, %d mappings: %s", calls,
+			       __atomic_load_n(&m.made, __ATOMIC_ACQUIRE),
+			       pm_errname(errno));
+		ASSERT_LT(0, q.count);
+		EXPECT_EQ(PG, h[q.count - 1].length) TH_LOG("count %u", q.count);
+	}
+	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	TH_LOG("%d calls while %d mappings were added", calls, m.made);
+	free(h);
+	close(m.vfd);
+	close(rfd);
+}
+
 TEST_HARNESS_MAIN
