@@ -223,8 +223,10 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
  *               taken through views remain (see pin_refs; after a grace
  *               of about 63 ms for transient ones) (timeout_ms 0: no
  *               wait); with timeout_ms > 0 waits for both, then
- *               -ETIMEDOUT; -EINTR on a signal (io_uring completions do
- *               not interrupt it); timeout_ms < 0 waits without limit.
+ *               -ETIMEDOUT, never before timeout_ms have passed
+ *               (CLOCK_MONOTONIC, as poll()); -EINTR on a signal
+ *               (io_uring completions do not interrupt it); timeout_ms
+ *               < 0 waits without limit.
  *               The error text names the views, or the referenced bytes.
  *  pin_publish: donated -> sealed, else -EPERM.
  *  pin_reopen:  donated -> open, else -EPERM.

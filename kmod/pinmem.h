@@ -75,7 +75,7 @@ struct pinmem_region {
 
 /* A wait of DONATE or SEAL (wait.c). */
 struct pinmem_wait {
-	unsigned long deadline;		/* jiffies */
+	ktime_t deadline;		/* CLOCK_MONOTONIC (ktime_get) */
 	bool forever;			/* no deadline */
 	bool killable;			/* only a fatal signal ends it */
 	bool deferred;			/* a task work wakeup was set aside */

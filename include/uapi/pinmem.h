@@ -250,7 +250,10 @@ struct pinmem_list {
  *           holding vmsplice'd pages, O_DIRECT in flight, a registration.
  *           Without WAIT references get a grace of about 63 ms before
  *           EBUSY. With PINMEM_DONATE_WAIT: ETIMEDOUT after timeout_ms
- *           (0: no limit), EINTR on a signal (io_uring task work arriving
+ *           (0: no limit), never sooner: as with poll(), at least
+ *           timeout_ms of CLOCK_MONOTONIC pass between the call and the
+ *           ETIMEDOUT (later by the timer slack and scheduling), whatever
+ *           the tick. EINTR on a signal (io_uring task work arriving
  *           meanwhile is no signal: the wait goes on, and the work runs on
  *           the return to user space). While it waits, new view mappings
  *           fail with EBUSY. Already DONATED: 0. REFS says which bytes are

@@ -23,7 +23,8 @@ from pinmem.safetensors.torch import load_file, save_file
 MiB = 1 << 20
 
 
-def part4(dev, size, iterations, outdir, check, snapshot, table):
+def part4(dev, size, iterations, outdir, check, snapshot, meter,
+          table):
     print()
     print("4. The loop in PyTorch (bfloat16 tensors)")
     n = size // 2
@@ -68,6 +69,7 @@ def part4(dev, size, iterations, outdir, check, snapshot, table):
         t["save"] += t5 - t4
         if i == 1:
             first = snapshot(region)
+        meter.after(i)
     total = clock() - t_start
     last = snapshot(region)
     print("   %d iterations in %.2f s (%.2f ms each: donate %.3f, copy %.3f, "
@@ -82,7 +84,7 @@ def part4(dev, size, iterations, outdir, check, snapshot, table):
     del back
     print("   views that saw stale weights: %d; last save_file reads back "
           "equal (load_file): %s" % (stale, "yes" if ok_file else "NO"))
-    table(first, last, size)
+    table(first, last, size, meter)
     check(stale == 0, "part 4: no stale view")
     check(ok_file, "part 4: last file equal")
     check(last["views (kernel)"] == 0, "part 4: no view left")
