@@ -352,21 +352,28 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	close(rfd);
 }
 
+#define MAPPER_MAX	4000
+
 struct mapper {
 	int vfd;
 	int stop;
 	int made;
+	void *maps[MAPPER_MAX];
 };
 
-/* Adds one-page view mappings, without end, up to 4000 of them. */
+/* Adds one-page view mappings, without end, up to MAPPER_MAX of them. */
 static void *map_more(void *arg)
 {
 	struct mapper *m = arg;
+	void *p;
 
-	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE) && m->made < 4000) {
-		if (mmap(NULL, PG, PROT_READ, MAP_SHARED, m->vfd,
-			 (off_t)(m->made % 512) * PG) == MAP_FAILED)
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE) &&
+	       m->made < MAPPER_MAX) {
+		p = mmap(NULL, PG, PROT_READ, MAP_SHARED, m->vfd,
+			 (off_t)(m->made % 512) * PG);
+		if (p == MAP_FAILED)
 			break;
+		m->maps[m->made] = p;
 		__atomic_store_n(&m->made, m->made + 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
@@ -380,17 +387,18 @@ static void *map_more(void *arg)
 TEST_F(counting, holders_answer_while_mappings_keep_coming)
 {
 	int rfd = pm_alloc(self->env.dev, 2 * MiB);
-	struct mapper m = { .vfd = pm_view(rfd, 0, 2 * MiB, 0) };
+	static struct mapper m;
 	struct pinmem_holders q = { .capacity = 8192 };
 	struct pinmem_holder *h = calloc(8192, sizeof(*h));
 	pthread_t t;
 	int calls;
 
 	ASSERT_NE(NULL, h);
+	m.vfd = pm_view(rfd, 0, 2 * MiB, 0);
 	q.holders_ptr = (uintptr_t)h;
 	ASSERT_EQ(0, pthread_create(&t, NULL, map_more, &m));
 	for (calls = 0; calls < 200 &&
-	     __atomic_load_n(&m.made, __ATOMIC_ACQUIRE) < 4000; calls++) {
+	     __atomic_load_n(&m.made, __ATOMIC_ACQUIRE) < MAPPER_MAX; calls++) {
 		memset(h, 0, 8192 * sizeof(*h));
 		ASSERT_EQ(0, ioctl(rfd, PINMEM_IOC_HOLDERS, &q))
 			TH_LOG("call %d, %d mappings: %s", calls,
@@ -402,6 +410,8 @@ TEST_F(counting, holders_answer_while_mappings_keep_coming)
 	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
 	ASSERT_EQ(0, pthread_join(t, NULL));
 	TH_LOG("%d calls while %d mappings were added", calls, m.made);
+	for (int i = 0; i < m.made; i++)
+		pm_unmap(m.maps[i], PG);
 	free(h);
 	close(m.vfd);
 	close(rfd);
