@@ -34,22 +34,6 @@ static inline void pinmem_vm_flags_clear(struct vm_area_struct *vma,
 }
 
 /*
- * The task an mm belongs to, for naming a mapping's holder. Must be called
- * under rcu_read_lock(); may return NULL (the owner is exiting, or the
- * kernel does not track mm owners). Resolving the holder from the mm, not
- * from current, is what names a fork child for the mappings it inherited:
- * vm_ops->open runs in the parent for the child's VMAs.
- */
-static inline struct task_struct *pinmem_mm_task(struct mm_struct *mm)
-{
-#ifdef CONFIG_MEMCG
-	return rcu_dereference(mm->owner);
-#else
-	return NULL;
-#endif
-}
-
-/*
  * Page table entries mapping any page of a chunk (a folio of any order).
  * 6.12 keeps the total in _large_mapcount (folio_mapcount(), inline);
  * 6.1's folio_mapcount() is not exported, so sum the pages' _mapcount

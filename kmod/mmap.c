@@ -331,19 +331,47 @@ static bool pinmem_addr_visible(struct task_struct *task,
 }
 
 /*
+ * A task using mm, for naming a mapping's holder: found by walking the
+ * threads, not through mm->owner (memcg's, and only with CONFIG_MEMCG).
+ * From the mm, not from current: vm_ops->open runs in the parent for a
+ * fork child's VMAs, so only the mm names the child. Kernel threads that
+ * borrow an mm are passed over. Under rcu_read_lock(); NULL if every
+ * task of mm is exiting.
+ */
+static struct task_struct *pinmem_mm_task(struct mm_struct *mm)
+{
+	struct task_struct *g, *t;
+
+	for_each_process_thread(g, t)
+		if (READ_ONCE(t->mm) == mm && !(t->flags & PF_KTHREAD))
+			return t;
+	return NULL;
+}
+
+/*
  * The process a VMA belongs to, in the caller's pid namespace (tgid 0 and
  * an empty comm when it is not visible there), and whether its address
- * may be shown. Read from the VMA's mm when asked, so a fork child is
- * named for the VMAs it inherited. The VMA (so its mm) stays alive: its
- * record is on the list, and vm_ops->close takes the region lock, which
- * the caller holds.
+ * may be shown. *last caches the previous record's mm and answer, as
+ * consecutive records are mostly of one process. The VMA (so its mm)
+ * stays alive: its record is on the list, and vm_ops->close takes the
+ * region lock, which the caller holds.
  */
 static void pinmem_holder_task(struct vm_area_struct *vma,
-			       struct pinmem_holder *h, bool all_addr)
+			       struct pinmem_holder *h, bool all_addr,
+			       struct pinmem_holder *last,
+			       struct mm_struct **last_mm)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
 	struct task_struct *task;
 
+	if (*last_mm == vma->vm_mm) {
+		h->tgid = last->tgid;
+		memcpy(h->comm, last->comm, sizeof(h->comm));
+		h->flags |= last->flags & PINMEM_HOLDER_ADDR_HIDDEN;
+		if (h->flags & PINMEM_HOLDER_ADDR_HIDDEN)
+			h->start = 0;
+		return;
+	}
 	rcu_read_lock();
 	task = pinmem_mm_task(vma->vm_mm);
 	if (task) {
@@ -357,6 +385,8 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 		h->flags |= PINMEM_HOLDER_ADDR_HIDDEN;
 	}
 	rcu_read_unlock();
+	*last = *h;
+	*last_mm = vma->vm_mm;
 }
 
 /*
@@ -371,6 +401,8 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 	struct pinmem_holder_rec *rec;
 	/* Asked once, outside the locks, and without an audit record. */
 	bool all_addr = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
+	struct pinmem_holder last = {};
+	struct mm_struct *last_mm = NULL;
 	u32 n = 0;
 
 	mutex_lock(&region->lock);
@@ -392,7 +424,7 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 			    PAGE_SHIFT;
 		h->prot = pinmem_prot(READ_ONCE(vma->vm_flags));
 		h->flags = rec->maywrite ? PINMEM_HOLDER_MAYWRITE : 0;
-		pinmem_holder_task(vma, h, all_addr);
+		pinmem_holder_task(vma, h, all_addr, &last, &last_mm);
 	}
 	mutex_unlock(&region->lock);
 	return n;
