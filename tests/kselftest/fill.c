@@ -324,6 +324,19 @@ TEST_F(fill, arguments)
 	EXPECT_EQ(1, nr_chunks(_metadata, rfd));
 	EXPECT_EQ((long long)CHUNK, fill(rfd, fd, 0, 0, CHUNK));
 	EXPECT_EQ(-EEXIST, fill(rfd, fd, 0, 0, CHUNK));
+
+	/* bytes cannot be written back: EFAULT, and nothing populated. */
+	struct pinmem_fill *ro = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, ro);
+	*ro = (struct pinmem_fill){ .fd = fd, .offset = 2 * CHUNK,
+				    .length = CHUNK };
+	ASSERT_OK(mprotect(ro, PG, PROT_READ));
+	ASSERT_ERRNO(EFAULT, ioctl(rfd, PINMEM_IOC_FILL, ro));
+	EXPECT_EQ(2, nr_chunks(_metadata, rfd));
+	EXPECT_EQ((long long)CHUNK, fill(rfd, fd, 0, 2 * CHUNK, CHUNK));
+	munmap(ro, PG);
 	close(rfd);
 
 	/* A region allocated whole has every chunk; views cannot fill. */

@@ -217,9 +217,10 @@ static void zapper_set(struct zapper *z, int run)
  * A zap drops the mapcount before the mmu_gather drops the references:
  * a view mapping the chunk first at that instant must not turn the
  * owner's in-flight references into room for its own. Whatever the
- * timing, a pipe holding a view page keeps DONATE refused.
+ * timing, a pipe holding a view page keeps DONATE refused. Rounds:
+ * $PINMEM_ZAP_ROUNDS (default 40).
  */
-TEST_F(refs, owner_zap_racing_first_view_map_leaves_no_room)
+TEST_F_TIMEOUT(refs, owner_zap_racing_first_view_map_leaves_no_room, 300)
 {
 	int rfd = pm_alloc(self->env.dev, 2 * MiB);
 	struct zapper z = {
@@ -228,12 +229,14 @@ TEST_F(refs, owner_zap_racing_first_view_map_leaves_no_room)
 		.run = 1,
 	};
 	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	const char *e = getenv("PINMEM_ZAP_ROUNDS");
+	int rounds = e ? atoi(e) : 40;
 	char buf[PG];
 	pthread_t t;
 	int p[2];
 
 	ASSERT_EQ(0, pthread_create(&t, NULL, zap_loop, &z));
-	for (int i = 0; i < 40; i++) {
+	for (int i = 0; i < rounds; i++) {
 		char *v = pm_map(vfd, 2 * MiB, PROT_READ, 0);
 
 		pm_splice(p, v + (i % 64) * PG, 1);
