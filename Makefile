@@ -98,14 +98,18 @@ demo: deps
 	tests/vm/run sh -c '/usr/bin/python3 libpin/python/demo.py && \
 		"$$(tests/python-venv path)/bin/python" libpin/python/demo_jax.py'
 
-# Every layout x backend x geometry of the load matrix, per kernel; the
-# guest gets room for a 600 MiB file and its region.
+# Every layout x backend x geometry of the load matrix, per kernel (the
+# guest gets room for a 600 MiB file and its region); then the races of
+# the owner's zap against a view's first mapping, 25 times make check's
+# rounds.
 stress: deps
 	$(MAKE) all
 	set -e; for k in $(KERNELS); do \
 		PINMEM_KERNEL=$$k PINMEM_VM_MEM=4096 PINMEM_VM_DISK_MB=2048 \
 		PINMEM_VM_TIMEOUT=21600 tests/vm/run tests/io/load-matrix.py \
 		--full /run/pinmem/scratch; \
+		PINMEM_KERNEL=$$k PINMEM_ZAP_ROUNDS=1000 \
+		tests/vm/run tests/guest.d/10-kselftest refs; \
 	done
 
 # How often a guest kernel fails to boot in the rig (tests/vm/boot-loop).
