@@ -29,8 +29,7 @@ LIBPIN_OBJS	:= $(patsubst libpin/%.c,$(B)/obj/libpin/%.o,$(LIBPIN_SRCS))
 LIBPIN_SAN_OBJS	:= $(patsubst libpin/%.c,$(B)/obj-san/libpin/%.o,$(LIBPIN_SRCS))
 LIBPIN_LIBS	:= -ldl -luring
 
-LIBPIN_CFLAGS	:= $(CFLAGS_COMMON) -fPIC -fvisibility=default -Ilibpin \
-		   $(LIBPIN_LAYERS:%=-Ilibpin/%)
+LIBPIN_CFLAGS	:= $(CFLAGS_COMMON) -fPIC -fvisibility=default -Ilibpin
 ifneq ($(wildcard /usr/local/cuda/include/cuda.h),)
 LIBPIN_CFLAGS	+= -DPIN_HAVE_CUDA_H -I/usr/local/cuda/include
 endif

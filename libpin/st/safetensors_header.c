@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "io_internal.h"
+#include "io/io_internal.h"
 #include "safetensors_internal.h"
 #include "safetensors_ck.h"
 

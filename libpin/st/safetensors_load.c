@@ -9,11 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "internal.h"
-#include "io_internal.h"
-#include "fill.h"
+#include "io/io_internal.h"
+#include "io/fill.h"
 #include "safetensors_ck.h"
 
 static void st_progress_cb(void *arg, uint64_t done, uint64_t total)
@@ -200,63 +199,6 @@ out:
 	return ret;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
-int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
-		const struct pin_io_opts *opts)
-{
-	return pin_st_load_on_node(ck, dev, path, -1, 0, opts);
-}
-
-int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
-			const char *path, int node, unsigned flags,
-			const struct pin_io_opts *opts)
-{
-	struct st_progress prog = { .user = opts };
-	struct pin_io_opts o;
-	struct stat sb;
-	int ret;
-
-	if (ck->n || ck->nfiles)
-		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
-	if ((flags & ~PIN_ALLOC_ANY_NODE) || node < -1 ||
-	    (node == -1 && flags))
-		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
-				    node, flags);
-	ck->node = node;
-	ck->node_flags = flags;
-	ck->err[0] = 0;		/* no earlier failure's text after a success */
-	memset(&ck->stats, 0, sizeof(ck->stats));
-	memset(&ck->phases, 0, sizeof(ck->phases));
-	ck->nsteps = 0;
-	ret = pin__io_opts(opts, &o, &ck->stats);
-	if (ret)
-		return pin__st_fail(ck, ret, "%s", ck->stats.error);
-	if (ends_with(path, ".index.json")) {
-		ret = pin__st_load_index(ck, dev, path, &o, &prog);
-	} else {
-		if (stat(path, &sb) == 0)
-			prog.total = (uint64_t)sb.st_size + PIN_IO_ALIGN;
-		ret = pin__st_add_file(ck, path);
-		if (!ret)
-			ret = pin__st_load_file(ck, dev, 0, &o, &prog);
-		if (!ret)
-			ret = pin__st_build_index(ck);
-		else if (ret == -ENOMEM && !ck->err[0])
-			pin__st_fail(ck, ret, "out of memory");
-	}
-	if (ret)
-		pin__st_clear(ck);
-	else if (o.progress)
-		o.progress(o.progress_arg, prog.base, prog.base);
-	return ret;
-}
-
 /* Why r cannot take a load at region_off, or 0. */
 static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 			     uint64_t region_off, uint64_t span,
@@ -345,7 +287,7 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		return pin__st_fail(ck, -EINVAL, "%s: region offset %llu is not a multiple of %u",
 				    path, (unsigned long long)region_off,
 				    PIN_IO_ALIGN);
-	if (ends_with(path, ".index.json"))
+	if (pin__st_is_index(path))
 		return pin__st_fail(ck, -EINVAL, "%s: a sharded checkpoint: load each shard at an offset of its own",
 				    path);
 	ret = pin__io_opts(opts, &o, &ck->stats);

@@ -13,8 +13,7 @@ FUZZ_TARGETS	:= st_header st_index st_load json_diff
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		   -fno-omit-frame-pointer
 FUZZ_CFLAGS	:= -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g \
-		   -I$(TOP)/include -I$(B)/include -Ilibpin \
-		   $(LIBPIN_LAYERS:%=-Ilibpin/%) $(FUZZ_SAN)
+		   -I$(TOP)/include -I$(B)/include -Ilibpin $(FUZZ_SAN)
 FUZZ_OBJS	:= $(patsubst libpin/%.c,$(B)/fuzz/obj/%.o,$(LIBPIN_SRCS))
 FUZZ_BINS	:= $(patsubst %,$(B)/fuzz/%,$(FUZZ_TARGETS))
 
