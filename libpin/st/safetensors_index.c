@@ -67,45 +67,14 @@ static int slurp(struct pin_st *ck, const char *path, char **out,
 	return 0;
 }
 
-/* Parse an index: fill ck->files (sorted) and return its weight map. */
-int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
-		       const char *path, const struct pin_io_opts *o,
-		       struct st_progress *prog)
+/* The shards the weight map names, each once, sorted, into ck->files. */
+static int add_shards(struct pin_st *ck, const char *path,
+		      const struct pin__jval *wm)
 {
-	struct pin__jarena a = { 0 };
-	const struct pin__jval *wm = NULL, *meta = NULL;
-	struct pin__jval *root;
-	char *text = NULL, *dir = NULL, **names = NULL, jerr[256];
-	size_t len = 0, i, nn = 0;
-	int ret;
+	char *dir = strdup(path), **names = malloc((wm->n + 1) * sizeof(char *));
+	size_t i, nn = 0;
+	int ret = 0;
 
-	ret = slurp(ck, path, &text, &len);
-	if (ret)
-		return ret;
-	ret = pin__json_parse(&a, text, len, " \t\r\n", &root, jerr,
-			      sizeof(jerr));
-	if (ret) {
-		pin__st_fail(ck, ret, "%s: %s", path,
-			     ret == -EINVAL ? jerr : "out of memory");
-		goto out;
-	}
-	ret = -EINVAL;
-	if (root->type != PIN_J_OBJ) {
-		pin__st_fail(ck, ret, "%s: index is not a JSON object", path);
-		goto out;
-	}
-	for (i = 0; i < root->n; i++) {
-		if (!strcmp(root->keys[i], "weight_map"))
-			wm = root->items[i];
-		else if (!strcmp(root->keys[i], "metadata"))
-			meta = root->items[i];
-	}
-	if (!wm || wm->type != PIN_J_OBJ) {
-		pin__st_fail(ck, ret, "%s: index has no \"weight_map\" object", path);
-		goto out;
-	}
-	names = malloc((wm->n + 1) * sizeof(char *));
-	dir = strdup(path);
 	if (!names || !dir) {
 		ret = pin__st_fail(ck, -ENOMEM, "%s: out of memory", path);
 		goto out;
@@ -115,8 +84,8 @@ int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 
 		if (wm->items[i]->type != PIN_J_STR || !fname[0] ||
 		    strchr(fname, '/')) {
-			pin__st_fail(ck, ret, "%s: weight_map entry \"%s\" is not a file name in the index's directory",
-				     path, wm->keys[i]);
+			ret = pin__st_fail(ck, -EINVAL, "%s: weight_map entry \"%s\" is not a file name in the index's directory",
+					   path, wm->keys[i]);
 			goto out;
 		}
 		names[nn++] = wm->items[i]->s;
@@ -135,59 +104,127 @@ int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 			goto out;
 		}
 	}
+out:
+	free(names);
+	free(dir);
+	return ret;
+}
+
+/* Every map entry is in the file it names, and nothing else is. */
+static int check_weight_map(struct pin_st *ck, const char *path,
+			    const struct pin__jval *wm)
+{
+	size_t i;
+
+	for (i = 0; i < wm->n; i++) {
+		struct pin_st_tensor t;
+		const char *want = wm->items[i]->s;
+		const char *have;
+
+		if (pin_st_find(ck, wm->keys[i], &t))
+			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\" of the weight_map is not in %s",
+					    path, wm->keys[i], want);
+		have = strrchr(ck->files[t.file_index].path, '/') + 1;
+		if (strcmp(have, want))
+			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\" is in %s, the weight_map says %s",
+					    path, wm->keys[i], have, want);
+	}
+	if (wm->n != ck->n)
+		return pin__st_fail(ck, -EINVAL, "%s: the shards hold %zu tensors, the weight_map names %zu",
+				    path, ck->n, wm->n);
+	return 0;
+}
+
+/* The index's string and number metadata, as the checkpoint's. */
+static int add_index_meta(struct pin_st *ck, const char *path,
+			  const struct pin__jval *meta)
+{
+	size_t i;
+	int ret;
+
+	if (!meta || meta->type != PIN_J_OBJ)
+		return 0;
+	for (i = 0; i < meta->n; i++) {
+		const struct pin__jval *v = meta->items[i];
+
+		if (v->type != PIN_J_STR && v->type != PIN_J_NUM)
+			continue;
+		ret = pin__st_add_meta(ck, meta->keys[i], v->s);
+		if (ret)
+			return pin__st_fail(ck, ret, "%s: out of memory", path);
+	}
+	return 0;
+}
+
+/* Parse the index at path into root; *text and *a hold what root points at. */
+static int parse_index(struct pin_st *ck, const char *path, char **text,
+		       struct pin__jarena *a, struct pin__jval **root)
+{
+	char jerr[256];
+	size_t len = 0;
+	int ret;
+
+	ret = slurp(ck, path, text, &len);
+	if (ret)
+		return ret;
+	ret = pin__json_parse(a, *text, len, " \t\r\n", root, jerr,
+			      sizeof(jerr));
+	if (ret)
+		return pin__st_fail(ck, ret, "%s: %s", path,
+				    ret == -EINVAL ? jerr : "out of memory");
+	if ((*root)->type != PIN_J_OBJ)
+		return pin__st_fail(ck, -EINVAL, "%s: index is not a JSON object",
+				    path);
+	return 0;
+}
+
+/*
+ * Load a sharded checkpoint: parse the index, add its shards, load each
+ * (safetensors_load.c), then hold the weight map to what they hold.
+ */
+int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
+		       const char *path, const struct pin_io_opts *o,
+		       struct st_progress *prog)
+{
+	struct pin__jarena a = { 0 };
+	const struct pin__jval *wm = NULL, *meta = NULL;
+	struct pin__jval *root;
+	char *text = NULL;
+	size_t i;
+	int ret;
+
+	ret = parse_index(ck, path, &text, &a, &root);
+	if (ret)
+		goto out;
+	for (i = 0; i < root->n; i++) {
+		if (!strcmp(root->keys[i], "weight_map"))
+			wm = root->items[i];
+		else if (!strcmp(root->keys[i], "metadata"))
+			meta = root->items[i];
+	}
+	if (!wm || wm->type != PIN_J_OBJ) {
+		ret = pin__st_fail(ck, -EINVAL, "%s: index has no \"weight_map\" object",
+				   path);
+		goto out;
+	}
+	ret = add_shards(ck, path, wm);
+	if (ret)
+		goto out;
 	for (i = 0; i < ck->nfiles; i++) {
 		struct stat sb;
 
 		if (stat(ck->files[i].path, &sb) == 0)
 			prog->total += (uint64_t)sb.st_size + PIN_IO_ALIGN;
 	}
-	for (i = 0; i < ck->nfiles; i++) {
+	for (i = 0; i < ck->nfiles && !ret; i++)
 		ret = pin__st_load_file(ck, dev, (unsigned)i, o, prog);
-		if (ret)
-			goto out;
-	}
-	ret = pin__st_build_index(ck);
-	if (ret)
-		goto out;
-	/* Every map entry is in the file it names, and nothing else is. */
-	for (i = 0; i < wm->n; i++) {
-		struct pin_st_tensor t;
-		const char *want = wm->items[i]->s;
-		const char *have;
-
-		if (pin_st_find(ck, wm->keys[i], &t)) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\" of the weight_map is not in %s",
-					   path, wm->keys[i], want);
-			goto out;
-		}
-		have = strrchr(ck->files[t.file_index].path, '/') + 1;
-		if (strcmp(have, want)) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\" is in %s, the weight_map says %s",
-					   path, wm->keys[i], have, want);
-			goto out;
-		}
-	}
-	if (wm->n != ck->n) {
-		ret = pin__st_fail(ck, -EINVAL, "%s: the shards hold %zu tensors, the weight_map names %zu",
-				   path, ck->n, wm->n);
-		goto out;
-	}
-	if (meta && meta->type == PIN_J_OBJ)
-		for (i = 0; i < meta->n; i++) {
-			const struct pin__jval *v = meta->items[i];
-
-			if (v->type != PIN_J_STR && v->type != PIN_J_NUM)
-				continue;
-			ret = pin__st_add_meta(ck, meta->keys[i], v->s);
-			if (ret) {
-				pin__st_fail(ck, ret, "%s: out of memory", path);
-				goto out;
-			}
-		}
-	ret = 0;
+	if (!ret)
+		ret = pin__st_build_index(ck);
+	if (!ret)
+		ret = check_weight_map(ck, path, wm);
+	if (!ret)
+		ret = add_index_meta(ck, path, meta);
 out:
-	free(names);
-	free(dir);
 	free(text);
 	pin__json_free(&a);
 	return ret;
