@@ -42,7 +42,7 @@
 
 #include <pin.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2

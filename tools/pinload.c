@@ -15,9 +15,9 @@
 
 #include <pin.h>
 
-#include "cpu.h"
-#include "pages.h"
-#include "json.h"
+#include "lib/cpu.h"
+#include "lib/pages.h"
+#include "lib/json.h"
 
 struct bar {
 	int on;
