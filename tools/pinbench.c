@@ -87,7 +87,8 @@ static int parse_backend(const char *s)
 	return -1;
 }
 
-int main(int argc, char **argv)
+/* The options into c: -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, struct cfg *c)
 {
 	static const struct option lo[] = {
 		{ "runs", required_argument, NULL, 'n' },
@@ -104,13 +105,6 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct cfg c = {
-		.qd = PIN_IO_DEFAULT_QUEUE_DEPTH,
-		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
-		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
-		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
-		.pool_was = -1, .pool_set = -1,
-	};
 	uint64_t v;
 	char *comma;
 	int ch;
@@ -118,38 +112,38 @@ int main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
-			c.runs = atoi(optarg);
-			if (c.runs < 1 || c.runs > MAX_RUNS)
+			c->runs = atoi(optarg);
+			if (c->runs < 1 || c->runs > MAX_RUNS)
 				return usage(), 2;
 			break;
-		case 'q': c.qd = (unsigned)atoi(optarg); break;
+		case 'q': c->qd = (unsigned)atoi(optarg); break;
 		case 'r':
 			if (parse_size(optarg, &v) || v > UINT32_MAX)
 				return usage(), 2;
-			c.req = (uint32_t)v;
+			c->req = (uint32_t)v;
 			break;
 		case 'b':
 			comma = strchr(optarg, ',');
 			if (comma)
 				*comma = 0;
-			c.backends[0] = parse_backend(optarg);
-			c.nbackends = 1;
+			c->backends[0] = parse_backend(optarg);
+			c->nbackends = 1;
 			if (comma) {
-				c.backends[1] = parse_backend(comma + 1);
-				c.nbackends = 2;
+				c->backends[1] = parse_backend(comma + 1);
+				c->nbackends = 2;
 			}
-			if (c.backends[0] < 0 || (comma && c.backends[1] < 0))
+			if (c->backends[0] < 0 || (comma && c->backends[1] < 0))
 				return usage(), 2;
 			break;
 		case 's':
-			if (parse_size(optarg, &c.save_size))
+			if (parse_size(optarg, &c->save_size))
 				return usage(), 2;
 			break;
-		case 'f': c.fio = optarg; break;
-		case 'j': c.json = 1; break;
-		case 'H': c.hugetlb_pool = 1; break;
-		case 'P': c.pin_first = 1; break;
-		case 'K': c.no_kernel_fill = 1; break;
+		case 'f': c->fio = optarg; break;
+		case 'j': c->json = 1; break;
+		case 'H': c->hugetlb_pool = 1; break;
+		case 'P': c->pin_first = 1; break;
+		case 'K': c->no_kernel_fill = 1; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -159,6 +153,22 @@ int main(int argc, char **argv)
 			return ch == 'h' ? 0 : 2;
 		}
 	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct cfg c = {
+		.qd = PIN_IO_DEFAULT_QUEUE_DEPTH,
+		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
+		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
+		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
+		.pool_was = -1, .pool_set = -1,
+	};
+	int ret = parse_options(argc, argv, &c);
+
+	if (ret >= 0)
+		return ret;
 	if (optind + 1 == argc && !strcmp(argv[optind], "donate"))
 		return bench_donate(&c, c.save_size);
 	if (optind + 1 == argc && !strcmp(argv[optind], "alloc-rate"))

@@ -24,36 +24,27 @@ static int kernel_filled(const struct pin_st *ck)
 	       (step.flags & PIN_ST_STEP_KERNEL_FILL);
 }
 
-static int bench_load(struct cfg *c, const char *file)
-{
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
-				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
-					  (c->no_kernel_fill ?
-					   PIN_IO_NO_KERNEL_FILL : 0) };
+/* One load benchmark: its series, which is which, and its devices. */
+struct load_bench {
 	struct series s[9];
-	struct pin_dev *devs[2] = { 0 };
-	struct pin_region *r = NULL;
-	char fb[256] = "";
-	struct stat sb;
-	void *dst;
-	int run, b, ns = 0, i_fio, i_fio_fixed, i_pread, i_mmap, i_mmap_e2e;
+	int ns, i_fio, i_fio_fixed, i_pread, i_mmap, i_mmap_e2e;
 	int i_lib[2], i_e2e[2];
-	uint64_t size;
 	char names[4][64];
 	struct series ph[2][NPHASES];	/* per backend: seconds of each phase */
-	const char *phase_of[2] = { NULL, NULL };
+	struct pin_dev *devs[2];
+	char fb[256];			/* why libpin fell back, if it did */
+};
 
-	if (stat(file, &sb) < 0) {
-		fprintf(stderr, "pinbench: %s: %s\n", file, strerror(errno));
-		return 1;
-	}
-	size = (uint64_t)sb.st_size;
-	c->read_ahead_kb = read_ahead_kb(file);
-	memset(s, 0, sizeof(s));
-	memset(ph, 0, sizeof(ph));
+/* Open each backend asked for and name its two series. */
+static int open_backends(struct cfg *c, struct load_bench *lb)
+{
+	int b;
+
 	for (b = 0; b < c->nbackends; b++) {
 		char why[1024];
-		int ret = pin_open_why(&devs[b], c->backends[b], why, sizeof(why));
+		int ret = pin_open_why(&lb->devs[b], c->backends[b], why,
+				       sizeof(why));
+		const char *name;
 
 		if (ret) {
 			fprintf(stderr, "pinbench: %s backend: %s\n",
@@ -62,31 +53,108 @@ static int bench_load(struct cfg *c, const char *file)
 			return 1;
 		}
 		fprintf(stderr, "pinbench: backend %s\n",
-			pin_dev_backend_why(devs[b]));
-		snprintf(names[2 * b], sizeof(names[0]), "libpin %s (transfer)",
-			 pin_backend_name(pin_dev_backend(devs[b])));
-		snprintf(names[2 * b + 1], sizeof(names[0]), "libpin %s (end to end)",
-			 pin_backend_name(pin_dev_backend(devs[b])));
-		i_lib[b] = ns++;
-		s[i_lib[b]].name = names[2 * b];
-		i_e2e[b] = ns++;
-		s[i_e2e[b]].name = names[2 * b + 1];
+			pin_dev_backend_why(lb->devs[b]));
+		name = pin_backend_name(pin_dev_backend(lb->devs[b]));
+		snprintf(lb->names[2 * b], sizeof(lb->names[0]),
+			 "libpin %s (transfer)", name);
+		snprintf(lb->names[2 * b + 1], sizeof(lb->names[0]),
+			 "libpin %s (end to end)", name);
+		lb->i_lib[b] = lb->ns++;
+		lb->s[lb->i_lib[b]].name = lb->names[2 * b];
+		lb->i_e2e[b] = lb->ns++;
+		lb->s[lb->i_e2e[b]].name = lb->names[2 * b + 1];
 	}
-	i_fio = ns++;
-	s[i_fio].name = "fio io_uring O_DIRECT";
-	i_fio_fixed = ns++;
-	s[i_fio_fixed].name = "fio io_uring O_DIRECT fixedbufs";
-	i_pread = ns++;
-	s[i_pread].name = "buffered pread -> pinned";
-	i_mmap = ns++;
-	s[i_mmap].name = "mmap + memcpy -> pinned";
-	i_mmap_e2e = ns++;
-	s[i_mmap_e2e].name = "mmap + memcpy -> fresh pinned";
+	return 0;
+}
+
+static int add_series(struct load_bench *lb, const char *name)
+{
+	lb->s[lb->ns].name = name;
+	return lb->ns++;
+}
+
+/* One cold pin_st_load of file on backend b, into its series. */
+static int libpin_run(struct cfg *c, struct load_bench *lb, int b,
+		      const char *file, uint64_t size,
+		      const struct pin_io_opts *o)
+{
+	struct pin_st *ck = pin_st_new();
+	struct pin_io_stats st;
+	struct cpu_mark m;
+
+	prep_cold(c);
+	cpu_start(&m);
+	if (pin_st_load(ck, lb->devs[b], file, o) &&
+	    pin_st_load(ck, lb->devs[b], file, o)) {
+		fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
+		return 1;
+	}
+	add_cpu(&lb->s[lb->i_e2e[b]], cpu_per_gb(&m, size));
+	add_phases(lb->ph[b], ck);
+	c->pages[b] = page_kind(pin_dev_backend(lb->devs[b]),
+				pin_st_region(ck, 0));
+	c->kernel_fill[b] = kernel_filled(ck);
+	pin_st_stats(ck, &st);
+	add(&lb->s[lb->i_lib[b]], (double)st.bytes / (double)st.io_ns);
+	add(&lb->s[lb->i_e2e[b]], (double)st.bytes / (double)st.ns);
+	if (!st.direct || (!st.fixed_buffers && !c->kernel_fill[b]))
+		snprintf(lb->fb, sizeof(lb->fb), "libpin: %s%s",
+			 st.direct ? "O_DIRECT; " : "buffered; ",
+			 st.fallback_reason);
+	pin_st_free(ck);
+	return 0;
+}
+
+/* The table's closing ratios: libpin against fio, and backend to backend. */
+static void print_ratios(const struct cfg *c, const struct load_bench *lb)
+{
+	const struct series *s = lb->s;
+
+	printf("  libpin (transfer) / fio: %.2f   / fio --fixedbufs: %.2f   / mmap+memcpy: %.2f\n",
+	       median(&s[lb->i_lib[0]]) / median(&s[lb->i_fio]),
+	       median(&s[lb->i_lib[0]]) / median(&s[lb->i_fio_fixed]),
+	       median(&s[lb->i_lib[0]]) / median(&s[lb->i_mmap]));
+	if (c->nbackends == 2)
+		printf("  %s / %s (transfer): %.3f   (end to end): %.3f\n",
+		       pin_backend_name(pin_dev_backend(lb->devs[0])),
+		       pin_backend_name(pin_dev_backend(lb->devs[1])),
+		       median(&s[lb->i_lib[0]]) / median(&s[lb->i_lib[1]]),
+		       median(&s[lb->i_e2e[0]]) / median(&s[lb->i_e2e[1]]));
+}
+
+static int bench_load(struct cfg *c, const char *file)
+{
+	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
+				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
+					  (c->no_kernel_fill ?
+					   PIN_IO_NO_KERNEL_FILL : 0) };
+	struct load_bench lb;
+	const char *phase_of[2] = { NULL, NULL };
+	struct pin_region *r = NULL;
+	struct stat sb;
+	uint64_t size;
+	void *dst;
+	int run, b;
+
+	if (stat(file, &sb) < 0) {
+		fprintf(stderr, "pinbench: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	size = (uint64_t)sb.st_size;
+	c->read_ahead_kb = read_ahead_kb(file);
+	memset(&lb, 0, sizeof(lb));
+	if (open_backends(c, &lb))
+		return 1;
+	lb.i_fio = add_series(&lb, "fio io_uring O_DIRECT");
+	lb.i_fio_fixed = add_series(&lb, "fio io_uring O_DIRECT fixedbufs");
+	lb.i_pread = add_series(&lb, "buffered pread -> pinned");
+	lb.i_mmap = add_series(&lb, "mmap + memcpy -> pinned");
+	lb.i_mmap_e2e = add_series(&lb, "mmap + memcpy -> fresh pinned");
 	/* The baselines' pinned destination, allocated once, off the clock. */
-	if (pin_alloc(devs[0], size, 0, &r) &&
-	    pin_alloc(devs[0], size, PIN_ALLOC_FALLBACK, &r)) {
+	if (pin_alloc(lb.devs[0], size, 0, &r) &&
+	    pin_alloc(lb.devs[0], size, PIN_ALLOC_FALLBACK, &r)) {
 		fprintf(stderr, "pinbench: pinned region of %llu bytes: %s\n",
-			(unsigned long long)size, pin_dev_error(devs[0]));
+			(unsigned long long)size, pin_dev_error(lb.devs[0]));
 		return 1;
 	}
 	if (pin_region_map(r, &dst)) {
@@ -94,58 +162,25 @@ static int bench_load(struct cfg *c, const char *file)
 		return 1;
 	}
 	for (run = 0; run < c->runs; run++) {
-		for (b = 0; b < c->nbackends; b++) {
-			struct pin_st *ck = pin_st_new();
-			struct pin_io_stats st;
-			struct cpu_mark m;
-
-			prep_cold(c);
-			cpu_start(&m);
-			if (pin_st_load(ck, devs[b], file, &o) &&
-			    pin_st_load(ck, devs[b], file, &o)) {
-				fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
+		for (b = 0; b < c->nbackends; b++)
+			if (libpin_run(c, &lb, b, file, size, &o))
 				return 1;
-			}
-			add_cpu(&s[i_e2e[b]], cpu_per_gb(&m, size));
-			add_phases(ph[b], ck);
-			c->pages[b] = page_kind(pin_dev_backend(devs[b]),
-						pin_st_region(ck, 0));
-			c->kernel_fill[b] = kernel_filled(ck);
-			pin_st_stats(ck, &st);
-			add(&s[i_lib[b]], (double)st.bytes / (double)st.io_ns);
-			add(&s[i_e2e[b]], (double)st.bytes / (double)st.ns);
-			if (!st.direct || (!st.fixed_buffers &&
-					    !c->kernel_fill[b]))
-				snprintf(fb, sizeof(fb), "libpin: %s%s",
-					 st.direct ? "O_DIRECT; " : "buffered; ",
-					 st.fallback_reason);
-			pin_st_free(ck);
-		}
-		baseline_load(c, &s[i_fio], BASE_FIO, file, NULL, size);
-		baseline_load(c, &s[i_fio_fixed], BASE_FIO_FIXED, file, NULL,
-			      size);
-		baseline_load(c, &s[i_pread], BASE_PREAD, file, dst, size);
-		baseline_load(c, &s[i_mmap], BASE_MMAP, file, dst, size);
-		mmap_alloc_load(c, &s[i_mmap_e2e], devs[0], file, size);
+		baseline_load(c, &lb.s[lb.i_fio], BASE_FIO, file, NULL, size);
+		baseline_load(c, &lb.s[lb.i_fio_fixed], BASE_FIO_FIXED, file,
+			      NULL, size);
+		baseline_load(c, &lb.s[lb.i_pread], BASE_PREAD, file, dst, size);
+		baseline_load(c, &lb.s[lb.i_mmap], BASE_MMAP, file, dst, size);
+		mmap_alloc_load(c, &lb.s[lb.i_mmap_e2e], lb.devs[0], file, size);
 	}
 	for (b = 0; b < c->nbackends; b++)
-		phase_of[b] = pin_backend_name(pin_dev_backend(devs[b]));
-	report(c, "load", file, size, s, ns, i_fio, fb, phase_of, ph);
-	if (!c->json) {
-		printf("  libpin (transfer) / fio: %.2f   / fio --fixedbufs: %.2f   / mmap+memcpy: %.2f\n",
-		       median(&s[i_lib[0]]) / median(&s[i_fio]),
-		       median(&s[i_lib[0]]) / median(&s[i_fio_fixed]),
-		       median(&s[i_lib[0]]) / median(&s[i_mmap]));
-		if (c->nbackends == 2)
-			printf("  %s / %s (transfer): %.3f   (end to end): %.3f\n",
-			       pin_backend_name(pin_dev_backend(devs[0])),
-			       pin_backend_name(pin_dev_backend(devs[1])),
-			       median(&s[i_lib[0]]) / median(&s[i_lib[1]]),
-			       median(&s[i_e2e[0]]) / median(&s[i_e2e[1]]));
-	}
+		phase_of[b] = pin_backend_name(pin_dev_backend(lb.devs[b]));
+	report(c, "load", file, size, lb.s, lb.ns, lb.i_fio, lb.fb, phase_of,
+	       lb.ph);
+	if (!c->json)
+		print_ratios(c, &lb);
 	pin_region_free(r);
 	for (b = 0; b < c->nbackends; b++)
-		pin_close(devs[b]);
+		pin_close(lb.devs[b]);
 	return 0;
 }
 

@@ -12,31 +12,20 @@
 
 #include "bench.h"
 
-int bench_save(struct cfg *c, const char *out)
+enum { NT = 16 };	/* tensors in the checkpoint saved */
+
+/*
+ * The checkpoint to save: NT byte tensors tiling r (size bytes, mapped at
+ * map), filled with pseudo-random bytes.
+ */
+static void make_tensors(struct pin_region *r, void *map, uint64_t size,
+			 struct pin_st_tensor *t, uint64_t *shapes,
+			 char (*names)[16])
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
-	enum { NT = 16 };
-	struct pin_st_tensor t[NT];
-	uint64_t shapes[NT], size = c->save_size, per = size / NT, i;
-	char names[NT][16], fiofile[4096], fb[256] = "";
-	struct series s[4];
-	struct pin_region *r;
-	struct pin_dev *dev;
-	struct pin_st *ck = pin_st_new();
+	uint64_t per = size / NT, i;
 	uint32_t x = 12345;
 	uint8_t *p;
-	void *map;
-	int run;
 
-	size = per * NT;
-	if (pin_open(&dev, c->backends[0]) ||
-	    (pin_alloc(dev, size, 0, &r) &&
-	     pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) ||
-	    pin_region_map(r, &map)) {
-		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
-			(unsigned long long)size);
-		return 1;
-	}
 	for (p = map, i = 0; i < size; i++) {
 		x = x * 1103515245u + 12345u;
 		p[i] = (uint8_t)(x >> 16);
@@ -50,6 +39,30 @@ int bench_save(struct cfg *c, const char *out)
 			.region_offset = i * per,
 		};
 	}
+}
+
+int bench_save(struct cfg *c, const char *out)
+{
+	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	struct pin_st_tensor t[NT];
+	uint64_t shapes[NT], size = c->save_size / NT * NT;
+	char names[NT][16], fiofile[4096], fb[256] = "";
+	struct series s[4];
+	struct pin_region *r;
+	struct pin_dev *dev;
+	struct pin_st *ck = pin_st_new();
+	void *map;
+	int run;
+
+	if (pin_open(&dev, c->backends[0]) ||
+	    (pin_alloc(dev, size, 0, &r) &&
+	     pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) ||
+	    pin_region_map(r, &map)) {
+		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
+			(unsigned long long)size);
+		return 1;
+	}
+	make_tensors(r, map, size, t, shapes, names);
 	snprintf(fiofile, sizeof(fiofile), "%s.fio", out);
 	memset(s, 0, sizeof(s));
 	s[0].name = "libpin pin_st_save (transfer)";
