@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # libpin: build/lib/libpin.so.$(VERSION) (soname libpin.so.0, and the
 # libpin.so.0 and libpin.so links), build/lib/libpin.a, and an ASan+UBSan
-# build build/lib-san/libpin.a for the tests. Every libpin/*.c is part of
-# the library, so files added by other parts are picked up.
+# build build/lib-san/libpin.a for the tests. Every .c in libpin's layers
+# (libpin/core/, libpin/io/, libpin/st/, lowest first) is part of the
+# library, so files added to a layer are picked up.
 #
 # Installed: the library in LIBDIR (PREFIX/lib, or /usr/lib/<multiarch> when
 # PREFIX is /usr, as Debian has it), the headers in PREFIX/include/pinmem/
@@ -14,8 +15,9 @@
 # (tools, tests) use it.
 LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h \
 		      include/pin_cuda.h $(PIN_VERSION_H)
-LIBPIN_SRCS	:= $(sort $(wildcard libpin/*.c))
-LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h)
+LIBPIN_LAYERS	:= core io st
+LIBPIN_SRCS	:= $(sort $(foreach l,$(LIBPIN_LAYERS),$(wildcard libpin/$(l)/*.c)))
+LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h $(LIBPIN_LAYERS:%=libpin/%/*.h))
 LIBPIN_SONAME	:= libpin.so.$(VERSION_MAJOR)
 LIBPIN_REAL	:= libpin.so.$(VERSION)
 MULTIARCH	:= $(shell $(CC) -print-multiarch 2>/dev/null)

@@ -42,7 +42,7 @@
 
 #include <pin.h>
 
-#include "json.h"
+#include "lib/json.h"
 
 #define EXIT_FAILED	1
 #define EXIT_USAGE	2
@@ -195,11 +195,69 @@ static int cmd_info(int json)
 	return 0;
 }
 
+static void ls_json(const struct pin_region_info *infos, size_t n)
+{
+	size_t i;
+
+	printf("{\"regions\": [");
+	for (i = 0; i < n; i++) {
+		const struct pin_region_info *r = &infos[i];
+
+		printf("%s{\"id\": %" PRIu64 ", \"size\": %" PRIu64
+		       ", \"chunks\": %" PRIu64 ", \"fallback_chunks\": %" PRIu64
+		       ", \"min_order\": %u, \"state\": \"%s\", \"donate_pending\": %s"
+		       ", \"owner_mappings\": %" PRIu64 ", \"view_mappings\": %" PRIu64
+		       ", \"writable_view_mappings\": %" PRIu64 ", \"view_fds\": %" PRIu64
+		       ", \"owner_uid\": %u, \"owner_pid\": %d}",
+		       i ? ", " : "", r->id, r->size, r->nr_chunks,
+		       r->nr_fallback_chunks, r->min_order,
+		       pin_state_name(r->state),
+		       r->donate_pending ? "true" : "false",
+		       r->owner_mappings, r->view_mappings,
+		       r->writable_view_mappings, r->view_fds,
+		       (unsigned)r->owner_uid, (int)r->owner_pid);
+	}
+	printf("]}\n");
+}
+
+static void ls_table(const struct pin_region_info *infos, size_t n)
+{
+	size_t i;
+
+	printf("%-6s %10s %-14s %-9s %5s %5s %6s %4s %6s %7s\n", "ID",
+	       "SIZE", "CHUNKS", "STATE", "OWNER", "VIEWS", "WVIEWS",
+	       "VFDS", "UID", "PID");
+	for (i = 0; i < n; i++) {
+		const struct pin_region_info *r = &infos[i];
+		char size[32], chunks[40], state[24];
+
+		human(r->size, size, sizeof(size));
+		if (r->nr_fallback_chunks)
+			snprintf(chunks, sizeof(chunks),
+				 "%" PRIu64 "+%" PRIu64 "fb", r->nr_chunks,
+				 r->nr_fallback_chunks);
+		else
+			snprintf(chunks, sizeof(chunks), "%" PRIu64,
+				 r->nr_chunks);
+		snprintf(state, sizeof(state), "%s%s",
+			 pin_state_name(r->state),
+			 r->donate_pending ? "*" : "");
+		printf("%-6" PRIu64 " %10s %-14s %-9s %5" PRIu64 " %5" PRIu64
+		       " %6" PRIu64 " %4" PRIu64 " %6u %7d\n",
+		       r->id, size, chunks, state, r->owner_mappings,
+		       r->view_mappings, r->writable_view_mappings,
+		       r->view_fds, (unsigned)r->owner_uid,
+		       (int)r->owner_pid);
+	}
+	if (n == 0)
+		printf("(no regions)\n");
+}
+
 static int cmd_ls(int json)
 {
 	struct pin_region_info *infos = NULL;
 	struct pin_dev *dev;
-	size_t cap = 0, i, n;
+	size_t cap = 0;
 	int ret;
 
 	ret = open_dev(&dev, 1, "ls");
@@ -228,56 +286,10 @@ static int cmd_ls(int json)
 		}
 		infos = p;
 	}
-	n = (size_t)ret;
-	if (json) {
-		printf("{\"regions\": [");
-		for (i = 0; i < n; i++) {
-			const struct pin_region_info *r = &infos[i];
-
-			printf("%s{\"id\": %" PRIu64 ", \"size\": %" PRIu64
-			       ", \"chunks\": %" PRIu64 ", \"fallback_chunks\": %" PRIu64
-			       ", \"min_order\": %u, \"state\": \"%s\", \"donate_pending\": %s"
-			       ", \"owner_mappings\": %" PRIu64 ", \"view_mappings\": %" PRIu64
-			       ", \"writable_view_mappings\": %" PRIu64 ", \"view_fds\": %" PRIu64
-			       ", \"owner_uid\": %u, \"owner_pid\": %d}",
-			       i ? ", " : "", r->id, r->size, r->nr_chunks,
-			       r->nr_fallback_chunks, r->min_order,
-			       pin_state_name(r->state),
-			       r->donate_pending ? "true" : "false",
-			       r->owner_mappings, r->view_mappings,
-			       r->writable_view_mappings, r->view_fds,
-			       (unsigned)r->owner_uid, (int)r->owner_pid);
-		}
-		printf("]}\n");
-	} else {
-		printf("%-6s %10s %-14s %-9s %5s %5s %6s %4s %6s %7s\n", "ID",
-		       "SIZE", "CHUNKS", "STATE", "OWNER", "VIEWS", "WVIEWS",
-		       "VFDS", "UID", "PID");
-		for (i = 0; i < n; i++) {
-			const struct pin_region_info *r = &infos[i];
-			char size[32], chunks[40], state[24];
-
-			human(r->size, size, sizeof(size));
-			if (r->nr_fallback_chunks)
-				snprintf(chunks, sizeof(chunks),
-					 "%" PRIu64 "+%" PRIu64 "fb", r->nr_chunks,
-					 r->nr_fallback_chunks);
-			else
-				snprintf(chunks, sizeof(chunks), "%" PRIu64,
-					 r->nr_chunks);
-			snprintf(state, sizeof(state), "%s%s",
-				 pin_state_name(r->state),
-				 r->donate_pending ? "*" : "");
-			printf("%-6" PRIu64 " %10s %-14s %-9s %5" PRIu64 " %5" PRIu64
-			       " %6" PRIu64 " %4" PRIu64 " %6u %7d\n",
-			       r->id, size, chunks, state, r->owner_mappings,
-			       r->view_mappings, r->writable_view_mappings,
-			       r->view_fds, (unsigned)r->owner_uid,
-			       (int)r->owner_pid);
-		}
-		if (n == 0)
-			printf("(no regions)\n");
-	}
+	if (json)
+		ls_json(infos, (size_t)ret);
+	else
+		ls_table(infos, (size_t)ret);
 	free(infos);
 	pin_close(dev);
 	return 0;
@@ -374,11 +386,60 @@ static int cmd_nodes(int json, const char *arg)
 	return 0;
 }
 
+static void holders_json(struct pin_dev *dev, uint64_t id,
+			 const struct pin_holder *hs, size_t n)
+{
+	size_t i;
+
+	printf("{\"region\": %" PRIu64 ", \"holders\": [", id);
+	for (i = 0; i < n; i++) {
+		char prot[4];
+
+		prot_str(hs[i].prot, prot);
+		printf("%s{\"pid\": %d, \"comm\": ", i ? ", " : "",
+		       (int)hs[i].pid);
+		json_str(stdout, hs[i].comm);
+		printf(", \"kind\": \"%s\", ",
+		       hs[i].kind == PIN_HOLDER_OWNER ? "owner" : "view");
+		/* Withheld by the kernel (another user's process). */
+		if (hs[i].start)
+			printf("\"start\": %" PRIu64 ", \"end\": %" PRIu64,
+			       hs[i].start, hs[i].start + hs[i].length);
+		else
+			printf("\"start\": null, \"end\": null");
+		printf(", \"length\": %" PRIu64 ", \"offset\": %" PRIu64
+		       ", \"prot\": \"%s\", \"maywrite\": %s}",
+		       hs[i].length, hs[i].offset, prot,
+		       hs[i].maywrite ? "true" : "false");
+	}
+	printf("]");
+	print_refs(dev, id, 1);
+	printf("}\n");
+}
+
+static void holders_text(struct pin_dev *dev, uint64_t id,
+			 const struct pin_holder *hs, size_t n)
+{
+	size_t i;
+
+	printf("region %" PRIu64 ": %zu mapping%s\n", id, n,
+	       n == 1 ? "" : "s");
+	for (i = 0; i < n; i++) {
+		char line[160], len[32];
+
+		pin_holder_format(&hs[i], line, sizeof(line));
+		human(hs[i].length, len, sizeof(len));
+		printf("  %s (%s)%s\n", line, len,
+		       hs[i].maywrite ? " may write" : "");
+	}
+	print_refs(dev, id, 0);
+}
+
 static int cmd_holders(int json, const char *arg)
 {
 	struct pin_holder *hs = NULL;
 	struct pin_dev *dev;
-	size_t cap = 0, i, n;
+	size_t cap = 0;
 	uint64_t id;
 	int ret;
 
@@ -413,45 +474,10 @@ static int cmd_holders(int json, const char *arg)
 		}
 		hs = p;
 	}
-	n = (size_t)ret;
-	if (json) {
-		printf("{\"region\": %" PRIu64 ", \"holders\": [", id);
-		for (i = 0; i < n; i++) {
-			char prot[4];
-
-			prot_str(hs[i].prot, prot);
-			printf("%s{\"pid\": %d, \"comm\": ", i ? ", " : "",
-			       (int)hs[i].pid);
-			json_str(stdout, hs[i].comm);
-			printf(", \"kind\": \"%s\", ",
-			       hs[i].kind == PIN_HOLDER_OWNER ? "owner" : "view");
-			/* Withheld by the kernel (another user's process). */
-			if (hs[i].start)
-				printf("\"start\": %" PRIu64 ", \"end\": %" PRIu64,
-				       hs[i].start, hs[i].start + hs[i].length);
-			else
-				printf("\"start\": null, \"end\": null");
-			printf(", \"length\": %" PRIu64 ", \"offset\": %" PRIu64
-			       ", \"prot\": \"%s\", \"maywrite\": %s}",
-			       hs[i].length, hs[i].offset, prot,
-			       hs[i].maywrite ? "true" : "false");
-		}
-		printf("]");
-		print_refs(dev, id, 1);
-		printf("}\n");
-	} else {
-		printf("region %" PRIu64 ": %zu mapping%s\n", id, n,
-		       n == 1 ? "" : "s");
-		for (i = 0; i < n; i++) {
-			char line[160], len[32];
-
-			pin_holder_format(&hs[i], line, sizeof(line));
-			human(hs[i].length, len, sizeof(len));
-			printf("  %s (%s)%s\n", line, len,
-			       hs[i].maywrite ? " may write" : "");
-		}
-		print_refs(dev, id, 0);
-	}
+	if (json)
+		holders_json(dev, id, hs, (size_t)ret);
+	else
+		holders_text(dev, id, hs, (size_t)ret);
 	free(hs);
 	pin_close(dev);
 	return 0;

@@ -15,9 +15,9 @@
 
 #include <pin.h>
 
-#include "cpu.h"
-#include "pages.h"
-#include "json.h"
+#include "lib/cpu.h"
+#include "lib/pages.h"
+#include "lib/json.h"
 
 struct bar {
 	int on;
@@ -213,7 +213,15 @@ static int parse_size(const char *s, uint32_t *out)
 	return 0;
 }
 
-int main(int argc, char **argv)
+struct options {
+	struct pin_io_opts o;
+	const char *save_to;
+	int json, verify, backend, noprog, node;
+	unsigned node_flags;
+};
+
+/* The options into op: -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, struct options *op)
 {
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
@@ -233,44 +241,38 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct pin_io_opts o = { 0 };
-	struct bar bar = { 0 };
-	const char *save_to = NULL;
-	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
-	int status = 0, noprog = 0, node = -1;
-	unsigned node_flags = 0;
-	struct pin_dev *dev;
-	char why[1024], *end;
+	char *end;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'j': json = 1; break;
-		case 'v': do_verify = 1; break;
-		case 's': save_to = optarg; break;
+		case 'j': op->json = 1; break;
+		case 'v': op->verify = 1; break;
+		case 's': op->save_to = optarg; break;
 		case 'b':
 			if (!strcmp(optarg, "device"))
-				backend = PIN_BACKEND_DEVICE;
+				op->backend = PIN_BACKEND_DEVICE;
 			else if (!strcmp(optarg, "portable"))
-				backend = PIN_BACKEND_PORTABLE;
+				op->backend = PIN_BACKEND_PORTABLE;
 			else if (strcmp(optarg, "auto"))
 				return usage(), 2;
 			break;
-		case 'q': o.queue_depth = (unsigned)atoi(optarg); break;
+		case 'q': op->o.queue_depth = (unsigned)atoi(optarg); break;
 		case 'r':
-			if (parse_size(optarg, &o.request_size))
+			if (parse_size(optarg, &op->o.request_size))
 				return usage(), 2;
 			break;
-		case 'B': o.flags |= PIN_IO_BUFFERED; break;
-		case 'F': o.flags |= PIN_IO_NO_FIXED; break;
-		case 'R': o.flags |= PIN_IO_PIN_FIRST; break;
-		case 'K': o.flags |= PIN_IO_NO_KERNEL_FILL; break;
-		case 'P': noprog = 1; break;
+		case 'B': op->o.flags |= PIN_IO_BUFFERED; break;
+		case 'F': op->o.flags |= PIN_IO_NO_FIXED; break;
+		case 'R': op->o.flags |= PIN_IO_PIN_FIRST; break;
+		case 'K': op->o.flags |= PIN_IO_NO_KERNEL_FILL; break;
+		case 'P': op->noprog = 1; break;
 		case 'n':
-			node = (int)strtol(optarg, &end, 10);
-			if (*end || end == optarg || node < 0)
+			op->node = (int)strtol(optarg, &end, 10);
+			if (*end || end == optarg || op->node < 0)
 				return usage(), 2;
 			break;
-		case 'A': node_flags = PIN_ALLOC_ANY_NODE; break;
+		case 'A': op->node_flags = PIN_ALLOC_ANY_NODE; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -280,158 +282,212 @@ int main(int argc, char **argv)
 			return c == 'h' ? 0 : 2;
 		}
 	}
-	if (optind >= argc || (save_to && argc - optind != 1) ||
-	    (node_flags && node < 0)) {
+	if (optind >= argc || (op->save_to && argc - optind != 1) ||
+	    (op->node_flags && op->node < 0)) {
 		usage();
 		return 2;
 	}
-	c = pin_open_why(&dev, backend, why, sizeof(why));
-	if (c) {
-		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-c));
+	return -1;
+}
+
+/* What a load did, for the report. */
+struct loaded {
+	struct pin_io_stats st;
+	struct pin_st_phases ph;
+	uint64_t chunks, fbchunks, bytes, bad;
+	double cpu;
+	int kfill;
+	const char *verify;	/* NULL when not asked for */
+	const char *pages;
+};
+
+/* The stats of a load, its regions' chunks and its tensors' bytes. */
+static void measure(struct pin_dev *dev, struct pin_st *ck,
+		    struct loaded *l)
+{
+	struct pin_st_step step;
+	size_t f, t;
+
+	pin_st_stats(ck, &l->st);
+	pin_st_phases(ck, &l->ph);
+	l->kfill = pin_st_timeline(ck, &step, 1) > 0 &&
+		   (step.flags & PIN_ST_STEP_KERNEL_FILL);
+	for (f = 0; f < pin_st_file_count(ck); f++) {
+		struct pin_region_info ri;
+
+		if (!pin_region_info(pin_st_region(ck, f), &ri)) {
+			l->chunks += ri.nr_chunks;
+			l->fbchunks += ri.nr_fallback_chunks;
+		}
+	}
+	for (t = 0; t < pin_st_count(ck); t++) {
+		struct pin_st_tensor x;
+
+		pin_st_tensor(ck, t, &x);
+		l->bytes += x.nbytes;
+	}
+	l->pages = page_kind(pin_dev_backend(dev), pin_st_region(ck, 0));
+}
+
+static void print_json(struct pin_dev *dev, const char *path,
+		       struct pin_st *ck, const struct loaded *l, int node)
+{
+	const struct pin_io_stats *st = &l->st;
+	double secs = (double)st->ns / 1e9;
+
+	printf("{\"path\":");
+	json_str(stdout, path);
+	printf(",\"backend\":\"%s\",\"files\":%zu,\"tensors\":%zu,"
+	       "\"tensor_bytes\":%llu,\"bytes_read\":%llu,"
+	       "\"seconds\":%.6f,\"gbps\":%.3f,"
+	       "\"transfer_seconds\":%.6f,\"alloc_seconds\":%.6f,"
+	       "\"pin_seconds\":%.6f,\"seal_seconds\":%.6f,"
+	       "\"cpu_seconds\":%.6f,\"cpu_s_per_gb\":%.3f,"
+	       "\"direct\":%s,\"kernel_fill\":%s,"
+	       "\"fixed_buffers\":%s,\"fallback_reason\":",
+	       pin_backend_name(pin_dev_backend(dev)),
+	       pin_st_file_count(ck), pin_st_count(ck),
+	       (unsigned long long)l->bytes,
+	       (unsigned long long)st->bytes, secs,
+	       secs > 0 ? (double)st->bytes / secs / 1e9 : 0.0,
+	       (double)st->io_ns / 1e9, (double)l->ph.alloc_ns / 1e9,
+	       (double)l->ph.pin_ns / 1e9, (double)l->ph.seal_ns / 1e9,
+	       l->cpu, st->bytes ? l->cpu / ((double)st->bytes / 1e9) : 0.0,
+	       st->direct ? "true" : "false",
+	       l->kfill ? "true" : "false",
+	       st->fixed_buffers ? "true" : "false");
+	json_str(stdout, st->fallback_reason);
+	printf(",\"queue_depth\":%u,\"request_size\":%u,"
+	       "\"requests\":%llu,\"short_ios\":%llu,\"retries\":%llu,"
+	       "\"region_chunks\":%llu,\"fallback_chunks\":%llu,"
+	       "\"pages\":\"%s\",\"verify\":",
+	       st->queue_depth, st->request_size,
+	       (unsigned long long)st->requests,
+	       (unsigned long long)st->short_ios,
+	       (unsigned long long)st->retries,
+	       (unsigned long long)l->chunks,
+	       (unsigned long long)l->fbchunks, l->pages);
+	if (l->verify)
+		json_str(stdout, l->verify);
+	else
+		printf("null");
+	if (node >= 0)
+		print_nodes(ck, 1);
+	printf("}\n");
+}
+
+static void print_text(struct pin_dev *dev, const char *path,
+		       struct pin_st *ck, const struct loaded *l, int node)
+{
+	const struct pin_io_stats *st = &l->st;
+	double secs = (double)st->ns / 1e9;
+
+	printf("%s: %zu tensors in %zu file(s), %.3f GB in %.3f s, %.2f GB/s (%s backend)\n",
+	       path, pin_st_count(ck), pin_st_file_count(ck),
+	       (double)st->bytes / 1e9, secs,
+	       secs > 0 ? (double)st->bytes / secs / 1e9 : 0.0,
+	       pin_backend_name(pin_dev_backend(dev)));
+	printf("  pages: %s\n", l->pages);
+	printf("  transfer alone: %.3f s, %.2f GB/s (pinning runs under it; the rest: header, allocating, seal)\n",
+	       (double)st->io_ns / 1e9,
+	       st->io_ns ? (double)st->bytes / (double)st->io_ns : 0.0);
+	printf("  phases: allocate %.3f s, pin %.3f s, transfer %.3f s, seal %.3f s; CPU %.3f s (%.3f s per GB)\n",
+	       (double)l->ph.alloc_ns / 1e9, (double)l->ph.pin_ns / 1e9,
+	       (double)l->ph.transfer_ns / 1e9,
+	       (double)l->ph.seal_ns / 1e9, l->cpu,
+	       st->bytes ? l->cpu / ((double)st->bytes / 1e9) : 0.0);
+	printf("  %s, %s, %llu requests of up to %u bytes, queue depth %u, %llu short, %llu retried\n",
+	       st->direct ? "O_DIRECT" : "buffered fallback",
+	       l->kfill ? "read by the module (FILL)" :
+	       st->fixed_buffers ? "fixed buffers" : "no fixed buffers",
+	       (unsigned long long)st->requests, st->request_size,
+	       st->queue_depth, (unsigned long long)st->short_ios,
+	       (unsigned long long)st->retries);
+	printf("  region chunks: %llu (%llu below 2 MiB)\n",
+	       (unsigned long long)l->chunks,
+	       (unsigned long long)l->fbchunks);
+	if (st->fallback_reason[0])
+		printf("  why: %s\n", st->fallback_reason);
+	if (l->verify)
+		printf("  verify: %s (%llu tensors differ)\n", l->verify,
+		       (unsigned long long)l->bad);
+	if (node >= 0)
+		print_nodes(ck, 0);
+}
+
+/* Load path, report it, verify and save it as asked: 0 or 1 (failed). */
+static int load_one(struct pin_dev *dev, const char *path,
+		    const struct options *op, struct bar *bar)
+{
+	struct pin_st *ck = pin_st_new();
+	struct loaded l = { 0 };
+	int ret, status = 0;
+
+	if (!ck) {
+		fprintf(stderr, "pinload: out of memory\n");
+		return -1;
+	}
+	bar->t0 = now_ns();
+	bar->last = 0;
+	l.cpu = cpu_seconds(RUSAGE_SELF);
+	ret = pin_st_load_on_node(ck, dev, path, op->node, op->node_flags,
+				  &op->o);
+	l.cpu = cpu_seconds(RUSAGE_SELF) - l.cpu;
+	if (ret) {
+		fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
+		if (op->json) {
+			printf("{\"path\":");
+			json_str(stdout, path);
+			printf(",\"error\":");
+			json_str(stdout, pin_st_error(ck));
+			printf(",\"errno\":%d}\n", -ret);
+		}
+		pin_st_free(ck);
+		return 1;
+	}
+	measure(dev, ck, &l);
+	if (op->verify) {
+		ret = verify(ck, &l.bad);
+		l.verify = ret ? "error" : l.bad ? "failed" : "ok";
+		if (ret || l.bad)
+			status = 1;
+	}
+	if (op->json)
+		print_json(dev, path, ck, &l, op->node);
+	else
+		print_text(dev, path, ck, &l, op->node);
+	if (op->save_to && save(ck, op->save_to, &op->o, op->json))
+		status = 1;
+	pin_st_free(ck);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct options op = { .backend = PIN_BACKEND_AUTO, .node = -1 };
+	struct bar bar = { 0 };
+	int status = 0, ret, i;
+	struct pin_dev *dev;
+	char why[1024];
+
+	ret = parse_options(argc, argv, &op);
+	if (ret >= 0)
+		return ret;
+	ret = pin_open_why(&dev, op.backend, why, sizeof(why));
+	if (ret) {
+		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	fprintf(stderr, "pinload: backend %s\n", pin_dev_backend_why(dev));
-	bar.on = !json && !noprog && isatty(2);
-	o.progress = progress;
-	o.progress_arg = &bar;
+	bar.on = !op.json && !op.noprog && isatty(2);
+	op.o.progress = progress;
+	op.o.progress_arg = &bar;
 	for (i = optind; i < argc; i++) {
-		struct pin_st *ck = pin_st_new();
-		struct pin_io_stats st;
-		struct pin_st_phases ph;
-		struct pin_st_step step;
-		uint64_t bad = 0, chunks = 0, fbchunks = 0, bytes = 0;
-		const char *vres = NULL;
-		size_t f, t;
-		double secs, cpu;
-		int ret, kfill;
-
-		if (!ck) {
-			fprintf(stderr, "pinload: out of memory\n");
+		ret = load_one(dev, argv[i], &op, &bar);
+		if (ret < 0)
 			return 1;
-		}
-		bar.t0 = now_ns();
-		bar.last = 0;
-		cpu = cpu_seconds(RUSAGE_SELF);
-		ret = pin_st_load_on_node(ck, dev, argv[i], node, node_flags,
-					  &o);
-		cpu = cpu_seconds(RUSAGE_SELF) - cpu;
-		if (ret) {
-			fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
-			if (json) {
-				printf("{\"path\":");
-				json_str(stdout, argv[i]);
-				printf(",\"error\":");
-				json_str(stdout, pin_st_error(ck));
-				printf(",\"errno\":%d}\n", -ret);
-			}
-			pin_st_free(ck);
+		if (ret)
 			status = 1;
-			continue;
-		}
-		pin_st_stats(ck, &st);
-		pin_st_phases(ck, &ph);
-		kfill = pin_st_timeline(ck, &step, 1) > 0 &&
-			(step.flags & PIN_ST_STEP_KERNEL_FILL);
-		for (f = 0; f < pin_st_file_count(ck); f++) {
-			struct pin_region_info ri;
-
-			if (!pin_region_info(pin_st_region(ck, f), &ri)) {
-				chunks += ri.nr_chunks;
-				fbchunks += ri.nr_fallback_chunks;
-			}
-		}
-		for (t = 0; t < pin_st_count(ck); t++) {
-			struct pin_st_tensor x;
-
-			pin_st_tensor(ck, t, &x);
-			bytes += x.nbytes;
-		}
-		if (do_verify) {
-			ret = verify(ck, &bad);
-			vres = ret ? "error" : bad ? "failed" : "ok";
-			if (ret || bad)
-				status = 1;
-		}
-		secs = (double)st.ns / 1e9;
-		if (json) {
-			printf("{\"path\":");
-			json_str(stdout, argv[i]);
-			printf(",\"backend\":\"%s\",\"files\":%zu,\"tensors\":%zu,"
-			       "\"tensor_bytes\":%llu,\"bytes_read\":%llu,"
-			       "\"seconds\":%.6f,\"gbps\":%.3f,"
-			       "\"transfer_seconds\":%.6f,\"alloc_seconds\":%.6f,"
-			       "\"pin_seconds\":%.6f,\"seal_seconds\":%.6f,"
-			       "\"cpu_seconds\":%.6f,\"cpu_s_per_gb\":%.3f,"
-			       "\"direct\":%s,\"kernel_fill\":%s,"
-			       "\"fixed_buffers\":%s,\"fallback_reason\":",
-			       pin_backend_name(pin_dev_backend(dev)),
-			       pin_st_file_count(ck), pin_st_count(ck),
-			       (unsigned long long)bytes,
-			       (unsigned long long)st.bytes, secs,
-			       secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0,
-			       (double)st.io_ns / 1e9, (double)ph.alloc_ns / 1e9,
-			       (double)ph.pin_ns / 1e9, (double)ph.seal_ns / 1e9,
-			       cpu, st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0,
-			       st.direct ? "true" : "false",
-			       kfill ? "true" : "false",
-			       st.fixed_buffers ? "true" : "false");
-			json_str(stdout, st.fallback_reason);
-			printf(",\"queue_depth\":%u,\"request_size\":%u,"
-			       "\"requests\":%llu,\"short_ios\":%llu,\"retries\":%llu,"
-			       "\"region_chunks\":%llu,\"fallback_chunks\":%llu,"
-			       "\"pages\":\"%s\",\"verify\":",
-			       st.queue_depth, st.request_size,
-			       (unsigned long long)st.requests,
-			       (unsigned long long)st.short_ios,
-			       (unsigned long long)st.retries,
-			       (unsigned long long)chunks,
-			       (unsigned long long)fbchunks,
-			       page_kind(pin_dev_backend(dev),
-					 pin_st_region(ck, 0)));
-			if (vres)
-				json_str(stdout, vres);
-			else
-				printf("null");
-			if (node >= 0)
-				print_nodes(ck, 1);
-			printf("}\n");
-		} else {
-			printf("%s: %zu tensors in %zu file(s), %.3f GB in %.3f s, %.2f GB/s (%s backend)\n",
-			       argv[i], pin_st_count(ck), pin_st_file_count(ck),
-			       (double)st.bytes / 1e9, secs,
-			       secs > 0 ? (double)st.bytes / secs / 1e9 : 0.0,
-			       pin_backend_name(pin_dev_backend(dev)));
-			printf("  pages: %s\n", page_kind(pin_dev_backend(dev),
-							   pin_st_region(ck, 0)));
-			printf("  transfer alone: %.3f s, %.2f GB/s (pinning runs under it; the rest: header, allocating, seal)\n",
-			       (double)st.io_ns / 1e9,
-			       st.io_ns ? (double)st.bytes / (double)st.io_ns : 0.0);
-			printf("  phases: allocate %.3f s, pin %.3f s, transfer %.3f s, seal %.3f s; CPU %.3f s (%.3f s per GB)\n",
-			       (double)ph.alloc_ns / 1e9, (double)ph.pin_ns / 1e9,
-			       (double)ph.transfer_ns / 1e9,
-			       (double)ph.seal_ns / 1e9, cpu,
-			       st.bytes ? cpu / ((double)st.bytes / 1e9) : 0.0);
-			printf("  %s, %s, %llu requests of up to %u bytes, queue depth %u, %llu short, %llu retried\n",
-			       st.direct ? "O_DIRECT" : "buffered fallback",
-			       kfill ? "read by the module (FILL)" :
-			       st.fixed_buffers ? "fixed buffers" : "no fixed buffers",
-			       (unsigned long long)st.requests, st.request_size,
-			       st.queue_depth, (unsigned long long)st.short_ios,
-			       (unsigned long long)st.retries);
-			printf("  region chunks: %llu (%llu below 2 MiB)\n",
-			       (unsigned long long)chunks,
-			       (unsigned long long)fbchunks);
-			if (st.fallback_reason[0])
-				printf("  why: %s\n", st.fallback_reason);
-			if (vres)
-				printf("  verify: %s (%llu tensors differ)\n", vres,
-				       (unsigned long long)bad);
-			if (node >= 0)
-				print_nodes(ck, 0);
-		}
-		if (save_to && save(ck, save_to, &o, json))
-			status = 1;
-		pin_st_free(ck);
 	}
 	pin_close(dev);
 	return status;

@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0
 # One program per tools/<name>.c, linked against libpin; installed to bin/.
+# A program's parts are in tools/<name>/ (pinbench); what several tools
+# share is in tools/lib/.
 TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
+TOOLS_LIB := $(wildcard tools/lib/*.c)
+TOOLS_HDRS := $(wildcard tools/*/*.h)
 
 all: $(TOOLS)
 
-$(B)/bin/%: tools/%.c tools/json.h tools/cpu.h tools/pages.h tools/pinbench_donate.h tools/pinbench_alloc_rate.h tools/pinbench_baselines.h tools/pinbench_report.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.0
+$(B)/bin/pinbench: $(wildcard tools/pinbench/*.c)
+
+$(B)/bin/%: tools/%.c $(TOOLS_LIB) $(TOOLS_HDRS) $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.0
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
+	$(CC) $(CFLAGS_COMMON) -Itools -o $@ $(filter %.c,$^) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
 
 install: install-tools
 install-tools: $(TOOLS)

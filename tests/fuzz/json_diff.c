@@ -18,7 +18,7 @@
 
 #include <jansson.h>
 
-#include "safetensors_internal.h"
+#include "st/safetensors_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -39,10 +39,10 @@ fi
 cudalib=-lcuda
 [ -e "$libdir/libcuda.so" ] || cudalib=-l:libcuda.so.1
 
-# libpin's core (not the loader: io_uring, the step-by-step fill and
-# safetensors are not needed here, and liburing may be missing on a GPU
-# machine).
-srcs=$(ls libpin/*.c | grep -v -e '^libpin/io' -e '^libpin/fill' -e '^libpin/safetensors')
+# libpin's core layer, libpin/core/ (not the loader above it: io_uring,
+# the step-by-step fill and safetensors are not needed here, and liburing
+# may be missing on a GPU machine).
+srcs=$(ls libpin/core/*.c)
 mkdir -p "$out"
 libpin/gen-version-h VERSION "$out/include/pin_version.h"
 ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g \

@@ -40,8 +40,8 @@ from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
                    pci_numa_node)
 # core's parts are modules of their own but not names of the package
 # (pinmem.core re-exports what they define): importing core bound them.
-from . import _arrays, _errors, _records
-del _arrays, _errors, _records
+from . import _arrays, _errors, _mappings, _records
+del _arrays, _errors, _mappings, _records
 from . import dtypes as _dtypes
 from .dtypes import HAVE_ML_DTYPES, as_format, format_of
 if HAVE_ML_DTYPES:

@@ -16,7 +16,7 @@ by that owner's finalizer (weakref.finalize), or earlier by close().
 
 Where: Device, Region and open() here; the exceptions in _errors.py, the
 records (Holder, RefRange, RegionInfo, DeviceInfo) in _records.py, the
-mappings and PinnedArray in _arrays.py. This module re-exports all of
+mappings in _mappings.py, PinnedArray in _arrays.py. This module re-exports all of
 them, so that pinmem.core.NAME is what it always was.
 """
 import ctypes
@@ -38,10 +38,11 @@ from ._errors import (BusyError, PinError, PortableBackendWarning,  # noqa: F401
 from ._records import (DeviceInfo, Holder, RefRange, RegionInfo,  # noqa: F401
                        _holder, _prot_str, _ref_range, _region_info,
                        _state_name)
-from ._arrays import (PinnedArray, _OwnerMapping, _Probe,  # noqa: F401
-                      _ViewMapping, _BASE_EXIT, _BASE_EXIT_EXC,
-                      _BASE_RELEASE, _calibrate, _end, _end_view,
-                      _mapping_of, _outside_refs, _over, _page, _shape_tuple)
+from ._mappings import (_OwnerMapping, _ViewMapping,  # noqa: F401
+                       _end_view, _mapping_of, _over, _page, _shape_tuple)
+from ._arrays import (PinnedArray, _Probe,  # noqa: F401
+                      _BASE_EXIT, _BASE_EXIT_EXC, _BASE_RELEASE, _calibrate,
+                      _end, _outside_refs)
 
 __all__ = ["PinError", "BusyError", "ViewInUseError", "ReadOnlyError",
            "Device", "Region",

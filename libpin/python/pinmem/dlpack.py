@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from . import core
+from ._mappings import _mapping_of
 
 kDLCPU = 1
 kDLCUDA = 2
@@ -154,7 +154,7 @@ def device(a):
 
 
 def _mapping_writable(a):
-    m = core._mapping_of(a)
+    m = _mapping_of(a)
     if m is not None:
         return m.writable
     return True         # not a view mapping: nothing enforces read-only

@@ -9,11 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "internal.h"
-#include "io_internal.h"
-#include "fill.h"
+#include "io/io_internal.h"
+#include "io/fill.h"
 #include "safetensors_ck.h"
 
 static void st_progress_cb(void *arg, uint64_t done, uint64_t total)
@@ -77,63 +76,72 @@ static void keep_steps(struct pin_st *ck, unsigned fi,
 	rep->times = NULL;
 }
 
-/* Load file index fi: header, region, data section, seal. */
-int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
-		      const struct pin_io_opts *o, struct st_progress *prog)
-{
-	struct pin_io_opts po = *o;
-	struct st_file *sf = &ck->files[fi];
-	struct pin_io_stats st;
-	struct pin_region *r = NULL;
-	uint64_t t0 = pin__now_ns(), tp, head, span, astart;
-	size_t first = ck->n, i;
-	struct pin__fill_report rep;
+/* One file's load as it goes through the stages below. */
+struct file_load {
+	struct pin_st *ck;
+	struct pin_dev *dev;
+	unsigned fi;
+	struct st_file *sf;
 	struct pin__file f;
-	void *map;
-	int ret, lazy;
+	struct pin_io_stats st;
+	struct pin_region *r;
+	uint64_t astart;	/* aligned file offset the region starts at */
+	uint64_t head;		/* data_start - astart */
+	uint64_t span;		/* aligned bytes read into the region */
+};
 
-	memset(&st, 0, sizeof(st));
-	st.direct = 1;
-	st.queue_depth = o->queue_depth;
-	st.request_size = o->request_size;
-	ret = pin__io_open_read(&f, sf->path, o, &st);
-	if (ret)
-		return pin__st_fail(ck, ret, "%s", st.error);
-	ret = pin__st_read_header(ck, &f, fi);
-	if (ret)
-		goto out;
-	astart = sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
-	head = sf->data_start - astart;
-	span = pin_io_span(sf->data_start, sf->data_len);
-	tp = pin__now_ns();
+static int alloc_region(struct file_load *fl, unsigned flags)
+{
+	return pin__alloc_to_fill(fl->dev, fl->span ? fl->span : PIN_IO_ALIGN,
+				  flags, fl->ck->node, &fl->r);
+}
+
+static int alloc_failed(struct file_load *fl, int ret)
+{
+	return pin__st_fail(fl->ck, ret, "%s: allocating a %llu-byte region: %s",
+			    fl->sf->path, (unsigned long long)fl->span,
+			    pin_dev_error(fl->dev));
+}
+
+/* Stage 1, prepare memory: a region for the data section, not yet pinned. */
+static int prepare_region(struct file_load *fl)
+{
+	struct pin_st *ck = fl->ck;
+	uint64_t tp = pin__now_ns();
+	int ret = 0, i;
+
 	/* fallocate of a memfd may be interrupted (EINTR): try again. */
 	for (i = 0; i < 5; i++) {
-		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 ck->node_flags, ck->node, &r);
+		ret = alloc_region(fl, ck->node_flags);
 		if (ret != -EINTR)
 			break;
 	}
 	if (ret == -ENOMEM) {
-		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 ck->node_flags | PIN_ALLOC_FALLBACK,
-					 ck->node, &r);
+		ret = alloc_region(fl, ck->node_flags | PIN_ALLOC_FALLBACK);
 		if (!ret)
-			pin__io_note_fallback(&st, "region below 2 MiB chunks");
+			pin__io_note_fallback(&fl->st, "region below 2 MiB chunks");
 	}
-	if (ret) {
-		pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
-			     sf->path, (unsigned long long)span, pin_dev_error(dev));
-		goto out;
-	}
+	if (ret)
+		return alloc_failed(fl, ret);
 	ck->phases.alloc_ns += pin__now_ns() - tp;
-	if (o->progress) {
-		po.progress = st_progress_cb;
-		po.progress_arg = prog;
-	}
-	lazy = r->lazy;
-	ret = pin__fill_from_file(r, &f, astart, span,
-				  sf->data_start + sf->data_len, &po, &st,
-				  &rep);
+	return 0;
+}
+
+/*
+ * Stage 2, read: the data section into the region, pinned (and each step
+ * registered for io_uring) as the reads go (fill.c).
+ */
+static int read_data(struct file_load *fl, const struct pin_io_opts *po,
+		     struct st_progress *prog)
+{
+	struct pin_st *ck = fl->ck;
+	struct st_file *sf = fl->sf;
+	uint64_t end = sf->data_start + sf->data_len;
+	struct pin__fill_report rep;
+	int ret, lazy = fl->r->lazy;
+
+	ret = pin__fill_from_file(fl->r, &fl->f, fl->astart, fl->span, end, po,
+				  &fl->st, &rep);
 	if (ret == -ENOMEM && lazy) {
 		/*
 		 * A lazy device region needs free 2 MiB pages as the reads go;
@@ -142,118 +150,107 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		 */
 		free(rep.times);
 		memset(&rep, 0, sizeof(rep));
-		pin_region_free(r);
-		r = NULL;
-		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 ck->node_flags | PIN_ALLOC_FALLBACK,
-					 ck->node, &r);
-		if (ret) {
-			pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
-				     sf->path, (unsigned long long)span,
-				     pin_dev_error(dev));
-			goto out;
-		}
-		pin__io_note_fallback(&st, "no 2 MiB pages left while loading: region allocated whole");
-		ret = pin__fill_from_file(r, &f, astart, span,
-					  sf->data_start + sf->data_len, &po,
-					  &st, &rep);
+		pin_region_free(fl->r);
+		fl->r = NULL;
+		ret = alloc_region(fl, ck->node_flags | PIN_ALLOC_FALLBACK);
+		if (ret)
+			return alloc_failed(fl, ret);
+		pin__io_note_fallback(&fl->st, "no 2 MiB pages left while loading: region allocated whole");
+		ret = pin__fill_from_file(fl->r, &fl->f, fl->astart, fl->span,
+					  end, po, &fl->st, &rep);
 	}
 	ck->phases.pin_ns += rep.pin_ns;
-	keep_steps(ck, fi, &rep, span);
-	prog->base += span;
-	st.direct = f.direct;
-	if (ret) {
-		pin__st_fail(ck, ret, "%s", st.error[0] ? st.error :
-			     pin_region_error(r));
-		goto out;
-	}
-	ck->phases.transfer_ns += st.io_ns;
-	tp = pin__now_ns();
-	ret = pin_seal(r);
-	if (ret) {
-		pin__st_fail(ck, ret, "%s: sealing its region: %s", sf->path,
-			     pin_region_error(r));
-		goto out;
-	}
-	ret = pin_region_map(r, &map);	/* sealing may remap it */
-	if (ret) {
-		pin__st_fail(ck, ret, "%s: mapping its sealed region: %s", sf->path,
-			     pin_region_error(r));
-		goto out;
-	}
+	keep_steps(ck, fl->fi, &rep, fl->span);
+	prog->base += fl->span;
+	fl->st.direct = fl->f.direct;
+	if (ret)
+		return pin__st_fail(ck, ret, "%s", fl->st.error[0] ? fl->st.error :
+				    pin_region_error(fl->r));
+	ck->phases.transfer_ns += fl->st.io_ns;
+	return 0;
+}
+
+/* Stage 3, seal: the region read-only for good; *map where it now is. */
+static int seal_region(struct file_load *fl, void **map)
+{
+	struct pin_st *ck = fl->ck;
+	uint64_t tp = pin__now_ns();
+	int ret;
+
+	ret = pin_seal(fl->r);
+	if (ret)
+		return pin__st_fail(ck, ret, "%s: sealing its region: %s",
+				    fl->sf->path, pin_region_error(fl->r));
+	ret = pin_region_map(fl->r, map);	/* sealing may remap it */
+	if (ret)
+		return pin__st_fail(ck, ret, "%s: mapping its sealed region: %s",
+				    fl->sf->path, pin_region_error(fl->r));
 	ck->phases.seal_ns += pin__now_ns() - tp;
+	return 0;
+}
+
+/* Stage 4, register: the file's tensors (from first on) point into it. */
+static void register_tensors(struct file_load *fl, size_t first, void *map)
+{
+	struct pin_st *ck = fl->ck;
+	size_t i;
+
 	for (i = first; i < ck->n; i++) {
 		struct st_tensor *t = &ck->t[i];
 
-		t->pub.region = r;
-		t->pub.region_offset = head + t->begin;
+		t->pub.region = fl->r;
+		t->pub.region_offset = fl->head + t->begin;
 		t->pub.data = (char *)map + t->pub.region_offset;
 	}
-	sf->region = r;
-	r = NULL;
-	st.ns = pin__now_ns() - t0;
-	stats_add(&ck->stats, &st, fi == 0);
-out:
-	if (r)
-		pin_region_free(r);
-	pin__io_close(&f);
-	return ret;
+	fl->sf->region = fl->r;
+	fl->r = NULL;
 }
 
-static int ends_with(const char *s, const char *suffix)
+/*
+ * Load file index fi: its header, then prepare memory -> read -> seal ->
+ * register the tensors.
+ */
+int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
+		      const struct pin_io_opts *o, struct st_progress *prog)
 {
-	size_t a = strlen(s), b = strlen(suffix);
-
-	return a >= b && !strcmp(s + a - b, suffix);
-}
-
-int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
-		const struct pin_io_opts *opts)
-{
-	return pin_st_load_on_node(ck, dev, path, -1, 0, opts);
-}
-
-int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
-			const char *path, int node, unsigned flags,
-			const struct pin_io_opts *opts)
-{
-	struct st_progress prog = { .user = opts };
-	struct pin_io_opts o;
-	struct stat sb;
+	struct file_load fl = { .ck = ck, .dev = dev, .fi = fi,
+				.sf = &ck->files[fi] };
+	struct pin_io_opts po = *o;
+	uint64_t t0 = pin__now_ns();
+	size_t first = ck->n;
+	void *map;
 	int ret;
 
-	if (ck->n || ck->nfiles)
-		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
-	if ((flags & ~PIN_ALLOC_ANY_NODE) || node < -1 ||
-	    (node == -1 && flags))
-		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
-				    node, flags);
-	ck->node = node;
-	ck->node_flags = flags;
-	ck->err[0] = 0;		/* no earlier failure's text after a success */
-	memset(&ck->stats, 0, sizeof(ck->stats));
-	memset(&ck->phases, 0, sizeof(ck->phases));
-	ck->nsteps = 0;
-	ret = pin__io_opts(opts, &o, &ck->stats);
+	fl.st.direct = 1;
+	fl.st.queue_depth = o->queue_depth;
+	fl.st.request_size = o->request_size;
+	ret = pin__io_open_read(&fl.f, fl.sf->path, o, &fl.st);
 	if (ret)
-		return pin__st_fail(ck, ret, "%s", ck->stats.error);
-	if (ends_with(path, ".index.json")) {
-		ret = pin__st_load_index(ck, dev, path, &o, &prog);
-	} else {
-		if (stat(path, &sb) == 0)
-			prog.total = (uint64_t)sb.st_size + PIN_IO_ALIGN;
-		ret = pin__st_add_file(ck, path);
-		if (!ret)
-			ret = pin__st_load_file(ck, dev, 0, &o, &prog);
-		if (!ret)
-			ret = pin__st_build_index(ck);
-		else if (ret == -ENOMEM && !ck->err[0])
-			pin__st_fail(ck, ret, "out of memory");
+		return pin__st_fail(ck, ret, "%s", fl.st.error);
+	ret = pin__st_read_header(ck, &fl.f, fi);
+	if (ret)
+		goto out;
+	fl.astart = fl.sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
+	fl.head = fl.sf->data_start - fl.astart;
+	fl.span = pin_io_span(fl.sf->data_start, fl.sf->data_len);
+	if (o->progress) {
+		po.progress = st_progress_cb;
+		po.progress_arg = prog;
 	}
+	ret = prepare_region(&fl);
+	if (!ret)
+		ret = read_data(&fl, &po, prog);
+	if (!ret)
+		ret = seal_region(&fl, &map);
 	if (ret)
-		pin__st_clear(ck);
-	else if (o.progress)
-		o.progress(o.progress_arg, prog.base, prog.base);
+		goto out;
+	register_tensors(&fl, first, map);
+	fl.st.ns = pin__now_ns() - t0;
+	stats_add(&ck->stats, &fl.st, fi == 0);
+out:
+	if (fl.r)
+		pin_region_free(fl.r);
+	pin__io_close(&fl.f);
 	return ret;
 }
 
@@ -345,7 +342,7 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		return pin__st_fail(ck, -EINVAL, "%s: region offset %llu is not a multiple of %u",
 				    path, (unsigned long long)region_off,
 				    PIN_IO_ALIGN);
-	if (ends_with(path, ".index.json"))
+	if (pin__st_is_index(path))
 		return pin__st_fail(ck, -EINVAL, "%s: a sharded checkpoint: load each shard at an offset of its own",
 				    path);
 	ret = pin__io_opts(opts, &o, &ck->stats);

@@ -1,12 +1,27 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * pinbench load's baselines: fio's io_uring O_DIRECT reads (plain and
  * --fixedbufs) and writes, buffered pread and mmap + memcpy into pinned
  * memory, each one cold run with its GB/s and CPU seconds per GB.
- * Included by pinbench.c only.
+ *
  */
-#ifndef PINBENCH_BASELINES_H
-#define PINBENCH_BASELINES_H
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pin.h>
+
+#include "bench.h"
+
+extern char **environ;
 
 /* Run fio, return its bandwidth in bytes/s for the section ("read"/"write"). */
 static double run_fio(const struct cfg *c, char *const argv[],
@@ -99,7 +114,7 @@ static double fio_load(const struct cfg *c, const char *file, uint64_t size,
 	return run_fio(c, argv, "read");
 }
 
-static double fio_save(const struct cfg *c, const char *file, uint64_t size,
+double fio_save(const struct cfg *c, const char *file, uint64_t size,
 		       int fixed)
 {
 	char bs[32], qd[32], sz[32];
@@ -121,7 +136,7 @@ static double fio_save(const struct cfg *c, const char *file, uint64_t size,
  * the mmap + memcpy path asks of the disk at a time: with a large one the
  * page cache alone keeps a slow disk busy.
  */
-static long read_ahead_kb(const char *file)
+long read_ahead_kb(const char *file)
 {
 	static const char *const where[] = {
 		"/sys/dev/block/%u:%u/queue/read_ahead_kb",
@@ -190,7 +205,7 @@ static double mmap_load(const char *file, void *dst, uint64_t size)
 	return (double)size / ((double)(now_ns() - t0) / 1e9);
 }
 
-static int prep_cold(struct cfg *c)
+int prep_cold(struct cfg *c)
 {
 	int ret = drop_caches();
 
@@ -199,10 +214,8 @@ static int prep_cold(struct cfg *c)
 	return ret;
 }
 
-enum baseline { BASE_FIO, BASE_FIO_FIXED, BASE_PREAD, BASE_MMAP };
-
 /* One cold run of a baseline load: its GB/s and CPU seconds per GB. */
-static void baseline_load(struct cfg *c, struct series *s, enum baseline how,
+void baseline_load(struct cfg *c, struct series *s, enum baseline how,
 			  const char *file, void *dst, uint64_t size)
 {
 	struct cpu_mark m;
@@ -234,7 +247,7 @@ static void baseline_load(struct cfg *c, struct series *s, enum baseline how,
  * libpin would do it end to end; the other baselines copy into a region
  * pinned once, before any clock starts.
  */
-static void mmap_alloc_load(struct cfg *c, struct series *s,
+void mmap_alloc_load(struct cfg *c, struct series *s,
 			    struct pin_dev *dev, const char *file,
 			    uint64_t size)
 {
@@ -255,5 +268,3 @@ static void mmap_alloc_load(struct cfg *c, struct series *s,
 	add_cpu(s, cpu_per_gb(&m, size));
 	add(s, bps / 1e9);
 }
-
-#endif /* PINBENCH_BASELINES_H */

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * pinbench donate: what DONATE costs now that it counts page references.
  * For each region size, the whole region is mapped through a view and
@@ -6,15 +6,19 @@
  * DONATE is timed; REOPEN and a new view mapping between runs mark the
  * chunks again. Beside it: DONATE of a region no view ever mapped (no
  * chunk to look at) and a trivial ioctl (VERSION) on the same region fd,
- * the unit the DONATE times are divided by. Included by pinbench.c only.
+ * the unit the DONATE times are divided by.
  */
-#ifndef PINBENCH_DONATE_H
-#define PINBENCH_DONATE_H
-
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <pin.h>
 #include <uapi/pinmem.h>
+
+#include "bench.h"
 
 /* Median of runs timings of one DONATE of r after a full view map/unmap. */
 static double donate_viewed_ns(struct pin_region *r, struct pin_view *v,
@@ -74,7 +78,7 @@ static double trivial_ns(struct pin_region *r, int runs, struct series *s)
 }
 
 /* One row: sizes from 2 MiB doubling up to max. */
-static int bench_donate(struct cfg *c, uint64_t max)
+int bench_donate(struct cfg *c, uint64_t max)
 {
 	struct series s;
 	struct pin_dev *dev;
@@ -129,5 +133,3 @@ static int bench_donate(struct cfg *c, uint64_t max)
 	pin_close(dev);
 	return 0;
 }
-
-#endif /* PINBENCH_DONATE_H */

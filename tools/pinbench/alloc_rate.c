@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * pinbench alloc-rate: the kernel's ALLOC rate on every online CPU
  * against one CPU, same kernel, same run. The module parameter
@@ -6,10 +6,18 @@
  * turn, one ALLOC of the given size each, alternating so that a change
  * in the machine's load falls on both; the old value is restored. Only
  * the ALLOC is timed (freeing is not), after one untimed ALLOC of the
- * same size. Included by pinbench.c only.
+ * same size.
  */
-#ifndef PINBENCH_ALLOC_RATE_H
-#define PINBENCH_ALLOC_RATE_H
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pin.h>
+
+#include "bench.h"
 
 #define ALLOC_THREADS_PARAM "/sys/module/pinmem/parameters/alloc_threads"
 
@@ -90,7 +98,7 @@ static int alloc_rate_runs(struct pin_dev *dev, uint64_t size, int runs,
 	return 0;
 }
 
-static int bench_alloc_rate(struct cfg *c, uint64_t size)
+int bench_alloc_rate(struct cfg *c, uint64_t size)
 {
 	double one[MAX_RUNS], all[MAX_RUNS], m1, ma, mib = (double)size / (1 << 20);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -126,5 +134,3 @@ static int bench_alloc_rate(struct cfg *c, uint64_t size)
 	       m1, mib / m1, cpus, ma, mib / ma, m1 / ma);
 	return 0;
 }
-
-#endif /* PINBENCH_ALLOC_RATE_H */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "io_internal.h"
+#include "io/io_internal.h"
 #include "safetensors_internal.h"
 #include "safetensors_ck.h"
 
@@ -56,42 +56,50 @@ static void fmt_shape(char *buf, size_t len, const uint64_t *shape,
 		snprintf(buf + n, len - n, "]");
 }
 
-/* One tensor entry of a header: check its schema, append it. */
-static int add_tensor(struct pin_st *ck, const char *file, const char *name,
-		      const struct pin__jval *v, unsigned file_index)
+/* The three keys of a tensor entry, each of its JSON type; *dtype known. */
+static int check_entry(struct pin_st *ck, const char *file, const char *name,
+		       const struct pin__jval *v, const struct pin__jval **dt,
+		       const struct pin__jval **sh,
+		       const struct pin__jval **off, int *dtype)
 {
-	const struct pin__jval *dt = NULL, *sh = NULL, *off = NULL;
-	struct st_tensor *t;
-	uint64_t *shape = NULL, nbytes;
-	char sbuf[256];
 	size_t i;
-	int dtype, ret;
 
 	if (v->type != PIN_J_OBJ)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": entry is not a JSON object",
 				    file, name);
+	*dt = *sh = *off = NULL;
 	for (i = 0; i < v->n; i++) {
 		if (!strcmp(v->keys[i], "dtype"))
-			dt = v->items[i];
+			*dt = v->items[i];
 		else if (!strcmp(v->keys[i], "shape"))
-			sh = v->items[i];
+			*sh = v->items[i];
 		else if (!strcmp(v->keys[i], "data_offsets"))
-			off = v->items[i];
+			*off = v->items[i];
 		else
 			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": unknown key \"%s\" (only dtype, shape, data_offsets)",
 					    file, name, v->keys[i]);
 	}
-	if (!dt || !sh || !off)
+	if (!*dt || !*sh || !*off)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": missing \"%s\"",
 				    file, name,
-				    !dt ? "dtype" : !sh ? "shape" : "data_offsets");
-	if (dt->type != PIN_J_STR)
+				    !*dt ? "dtype" : !*sh ? "shape" : "data_offsets");
+	if ((*dt)->type != PIN_J_STR)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": dtype is not a string",
 				    file, name);
-	dtype = pin_dtype_from_name(dt->s);
-	if (!dtype)
+	*dtype = pin_dtype_from_name((*dt)->s);
+	if (!*dtype)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": unknown dtype \"%s\"",
-				    file, name, dt->s);
+				    file, name, (*dt)->s);
+	return 0;
+}
+
+/* shape: at most 4096 unsigned 64-bit dimensions; off: [begin, end]. */
+static int check_shape_offsets(struct pin_st *ck, const char *file,
+			       const char *name, const struct pin__jval *sh,
+			       const struct pin__jval *off)
+{
+	size_t i;
+
 	if (sh->type != PIN_J_ARR)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": shape is not an array",
 				    file, name);
@@ -112,50 +120,83 @@ static int add_tensor(struct pin_st *ck, const char *file, const char *name,
 				    file, name,
 				    (unsigned long long)off->items[0]->u64,
 				    (unsigned long long)off->items[1]->u64);
-	shape = malloc(sh->n * sizeof(uint64_t) + 1);
-	if (!shape)
-		return -ENOMEM;
-	for (i = 0; i < sh->n; i++)
-		shape[i] = sh->items[i]->u64;
-	ret = pin__st_tensor_bytes(dtype, shape, (unsigned)sh->n, &nbytes);
-	fmt_shape(sbuf, sizeof(sbuf), shape, (unsigned)sh->n);
-	if (ret == -EOVERFLOW) {
-		free(shape);
+	return 0;
+}
+
+/* The bytes dtype and shape need are the bytes data_offsets hold. */
+static int check_size(struct pin_st *ck, const char *file, const char *name,
+		      const struct pin__jval *dt, int dtype,
+		      const uint64_t *shape, unsigned ndim,
+		      const struct pin__jval *off, uint64_t *nbytes)
+{
+	uint64_t begin = off->items[0]->u64, end = off->items[1]->u64;
+	char sbuf[256];
+	int ret;
+
+	ret = pin__st_tensor_bytes(dtype, shape, ndim, nbytes);
+	fmt_shape(sbuf, sizeof(sbuf), shape, ndim);
+	if (ret == -EOVERFLOW)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": shape %s of %s overflows 64 bits",
 				    file, name, sbuf, dt->s);
-	}
-	if (ret == -EDOM) {
-		free(shape);
+	if (ret == -EDOM)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": shape %s of %s is not a whole number of bytes",
 				    file, name, sbuf, dt->s);
-	}
-	if (nbytes != off->items[1]->u64 - off->items[0]->u64) {
-		free(shape);
+	if (*nbytes != end - begin)
 		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": shape %s of %s needs %llu bytes, data_offsets [%llu, %llu] hold %llu",
 				    file, name, sbuf, dt->s,
-				    (unsigned long long)nbytes,
-				    (unsigned long long)off->items[0]->u64,
-				    (unsigned long long)off->items[1]->u64,
-				    (unsigned long long)(off->items[1]->u64 -
-						    off->items[0]->u64));
-	}
+				    (unsigned long long)*nbytes,
+				    (unsigned long long)begin,
+				    (unsigned long long)end,
+				    (unsigned long long)(end - begin));
+	return 0;
+}
+
+/* A new tensor at the end of ck->t, its name copied; NULL on ENOMEM. */
+static struct st_tensor *append_tensor(struct pin_st *ck, const char *name)
+{
+	struct st_tensor *t;
+
 	if (ck->n == ck->cap) {
 		size_t nc = ck->cap ? ck->cap * 2 : 16;
 		struct st_tensor *nt = realloc(ck->t, nc * sizeof(*nt));
 
-		if (!nt) {
-			free(shape);
-			return -ENOMEM;
-		}
+		if (!nt)
+			return NULL;
 		ck->t = nt;
 		ck->cap = nc;
 	}
 	t = &ck->t[ck->n];
 	memset(t, 0, sizeof(*t));
 	t->pub.name = strdup(name);
-	if (!t->pub.name) {
-		free(shape);
+	return t->pub.name ? t : NULL;
+}
+
+/* One tensor entry of a header: check its schema, append it. */
+static int add_tensor(struct pin_st *ck, const char *file, const char *name,
+		      const struct pin__jval *v, unsigned file_index)
+{
+	const struct pin__jval *dt = NULL, *sh = NULL, *off = NULL;
+	struct st_tensor *t;
+	uint64_t *shape, nbytes;
+	size_t i;
+	int dtype, ret;
+
+	ret = check_entry(ck, file, name, v, &dt, &sh, &off, &dtype);
+	if (!ret)
+		ret = check_shape_offsets(ck, file, name, sh, off);
+	if (ret)
+		return ret;
+	shape = malloc(sh->n * sizeof(uint64_t) + 1);
+	if (!shape)
 		return -ENOMEM;
+	for (i = 0; i < sh->n; i++)
+		shape[i] = sh->items[i]->u64;
+	ret = check_size(ck, file, name, dt, dtype, shape, (unsigned)sh->n,
+			 off, &nbytes);
+	t = ret ? NULL : append_tensor(ck, name);
+	if (!t) {
+		free(shape);
+		return ret ? ret : -ENOMEM;
 	}
 	t->pub.dtype = dtype;
 	t->pub.ndim = (unsigned)sh->n;
@@ -179,6 +220,83 @@ static int cmp_offsets(const void *a, const void *b)
 	return 0;
 }
 
+/* The header's entries: each tensor appended, __metadata__ kept. */
+static int add_entries(struct pin_st *ck, const char *file,
+		       const struct pin__jval *root, unsigned file_index)
+{
+	size_t i, j;
+	int ret;
+
+	for (i = 0; i < root->n; i++) {
+		const char *k = root->keys[i];
+		const struct pin__jval *v = root->items[i];
+
+		if (strcmp(k, "__metadata__")) {
+			ret = add_tensor(ck, file, k, v, file_index);
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (v->type != PIN_J_OBJ)
+			return pin__st_fail(ck, -EINVAL, "%s: __metadata__ is not an object",
+					    file);
+		for (j = 0; j < v->n; j++) {
+			if (v->items[j]->type != PIN_J_STR)
+				return pin__st_fail(ck, -EINVAL, "%s: __metadata__ value of \"%s\" is not a string",
+						    file, v->keys[j]);
+			/* Sharded: the first file's metadata stands. */
+			if (file_index == 0) {
+				ret = pin__st_add_meta(ck, v->keys[j], v->items[j]->s);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The tensors from first on must tile the data section (data_len bytes
+ * after a header of n): no overlap, no hole. Sets their file offsets.
+ */
+static int check_tiling(struct pin_st *ck, const char *file, size_t first,
+			uint64_t n, uint64_t data_len)
+{
+	uint64_t at = 0;
+	size_t i;
+
+	if (ck->n > first)
+		qsort(ck->t + first, ck->n - first, sizeof(*ck->t),
+		      cmp_offsets);
+	for (i = first; i < ck->n; i++) {
+		struct st_tensor *t = &ck->t[i];
+
+		if (t->begin > at)
+			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": hole in the data section: bytes [%llu, %llu] belong to no tensor",
+					    file, t->pub.name,
+					    (unsigned long long)at,
+					    (unsigned long long)t->begin);
+		if (t->begin < at)
+			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": data_offsets [%llu, %llu] overlap the tensor before (which ends at %llu)",
+					    file, t->pub.name,
+					    (unsigned long long)t->begin,
+					    (unsigned long long)t->end,
+					    (unsigned long long)at);
+		if (t->end > data_len)
+			return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": data_offsets end %llu past the end of the data section (%llu bytes; file truncated?)",
+					    file, t->pub.name,
+					    (unsigned long long)t->end,
+					    (unsigned long long)data_len);
+		at = t->end;
+		t->pub.file_offset = 8 + n + t->begin;
+	}
+	if (at != data_len)
+		return pin__st_fail(ck, -EINVAL, "%s: data section has %llu bytes but the tensors cover %llu (bytes past the last tensor)",
+				    file, (unsigned long long)data_len,
+				    (unsigned long long)at);
+	return 0;
+}
+
 /*
  * Check and add the header of one file. hdr is its N bytes; data_len is
  * what the file holds after them.
@@ -190,8 +308,7 @@ static int parse_header(struct pin_st *ck, const char *file,
 	struct pin__jarena a = { 0 };
 	struct pin__jval *root;
 	char jerr[256];
-	size_t i, first = ck->n;
-	uint64_t at;
+	size_t first = ck->n;
 	int ret;
 
 	if (!n || hdr[0] != '{')
@@ -201,84 +318,12 @@ static int parse_header(struct pin_st *ck, const char *file,
 		return pin__st_fail(ck, -EINVAL, "%s: header is not valid UTF-8",
 				    file);
 	ret = pin__json_parse(&a, hdr, n, " ", &root, jerr, sizeof(jerr));
-	if (ret == -EINVAL) {
-		pin__st_fail(ck, ret, "%s: header: %s",
-			     file, jerr);
-		goto out;
-	}
-	if (ret)
-		goto out;
-	for (i = 0; i < root->n; i++) {
-		const char *k = root->keys[i];
-		const struct pin__jval *v = root->items[i];
-		size_t j;
-
-		if (strcmp(k, "__metadata__")) {
-			ret = add_tensor(ck, file, k, v, file_index);
-			if (ret)
-				goto out;
-			continue;
-		}
-		if (v->type != PIN_J_OBJ) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: __metadata__ is not an object",
-					   file);
-			goto out;
-		}
-		for (j = 0; j < v->n; j++) {
-			if (v->items[j]->type != PIN_J_STR) {
-				ret = pin__st_fail(ck, -EINVAL, "%s: __metadata__ value of \"%s\" is not a string",
-						   file, v->keys[j]);
-				goto out;
-			}
-			/* Sharded: the first file's metadata stands. */
-			if (file_index == 0) {
-				ret = pin__st_add_meta(ck, v->keys[j], v->items[j]->s);
-				if (ret)
-					goto out;
-			}
-		}
-	}
-	/* The tensors must tile the data section: no overlap, no hole. */
-	if (ck->n > first)
-		qsort(ck->t + first, ck->n - first, sizeof(*ck->t),
-		      cmp_offsets);
-	at = 0;
-	for (i = first; i < ck->n; i++) {
-		struct st_tensor *t = &ck->t[i];
-
-		if (t->begin > at) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": hole in the data section: bytes [%llu, %llu] belong to no tensor",
-					   file, t->pub.name,
-					   (unsigned long long)at,
-					   (unsigned long long)t->begin);
-			goto out;
-		}
-		if (t->begin < at) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": data_offsets [%llu, %llu] overlap the tensor before (which ends at %llu)",
-					   file, t->pub.name,
-					   (unsigned long long)t->begin,
-					   (unsigned long long)t->end,
-					   (unsigned long long)at);
-			goto out;
-		}
-		if (t->end > data_len) {
-			ret = pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": data_offsets end %llu past the end of the data section (%llu bytes; file truncated?)",
-					   file, t->pub.name,
-					   (unsigned long long)t->end,
-					   (unsigned long long)data_len);
-			goto out;
-		}
-		at = t->end;
-		t->pub.file_offset = 8 + n + t->begin;
-	}
-	if (at != data_len) {
-		ret = pin__st_fail(ck, -EINVAL, "%s: data section has %llu bytes but the tensors cover %llu (bytes past the last tensor)",
-				   file, (unsigned long long)data_len,
-				   (unsigned long long)at);
-		goto out;
-	}
-	ret = 0;
-out:
+	if (ret == -EINVAL)
+		pin__st_fail(ck, ret, "%s: header: %s", file, jerr);
+	if (!ret)
+		ret = add_entries(ck, file, root, file_index);
+	if (!ret)
+		ret = check_tiling(ck, file, first, n, data_len);
 	pin__json_free(&a);
 	if (ret == -ENOMEM)
 		pin__st_fail(ck, ret, "%s: out of memory parsing the header", file);

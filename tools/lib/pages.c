@@ -1,20 +1,19 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * Which pages a loaded region got, for the tools' reports: the device
  * backend's chunks, a hugetlb memfd (the host's pool), shmem transparent
  * huge pages (shmem_enabled "advise" or "always"), or 4 KiB pages.
  */
-#ifndef PINMEM_TOOLS_PAGES_H
-#define PINMEM_TOOLS_PAGES_H
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pin.h>
 
+#include "pages.h"
+
 /* kB of the smaps entry starting at addr mapped by huge PMDs, or -1. */
-static inline long long pmd_mapped_kb(const void *addr)
+long long pmd_mapped_kb(const void *addr)
 {
 	char line[256], want[32];
 	long long kb = -1, v;
@@ -41,7 +40,7 @@ static inline long long pmd_mapped_kb(const void *addr)
 }
 
 /* "device", "hugetlb", "thp", "4k" or "unknown": r, of backend. */
-static inline const char *page_kind(int backend, struct pin_region *r)
+const char *page_kind(int backend, struct pin_region *r)
 {
 	struct pin_region_info ri;
 	void *map;
@@ -58,5 +57,3 @@ static inline const char *page_kind(int backend, struct pin_region *r)
 	kb = pmd_mapped_kb(map);
 	return kb > 0 ? "thp" : "4k";
 }
-
-#endif

@@ -1,14 +1,13 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * CPU time for the tools' reports: user + system seconds of every thread of
  * this process (RUSAGE_SELF) or of its waited-for children (RUSAGE_CHILDREN).
  */
-#ifndef PINMEM_TOOLS_CPU_H
-#define PINMEM_TOOLS_CPU_H
-
 #include <sys/resource.h>
 
-static inline double cpu_seconds(int who)
+#include "cpu.h"
+
+double cpu_seconds(int who)
 {
 	struct rusage ru;
 
@@ -17,5 +16,3 @@ static inline double cpu_seconds(int who)
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
-
-#endif

@@ -362,55 +362,78 @@ static int settle(struct parser *p, void **tmp, size_t n, void ***dst)
 	return 0;
 }
 
-static int parse_container(struct parser *p, struct pin__jval **out, int obj)
+/* An object member's key and the ':' after it; the key pushed on keys. */
+static int parse_key(struct parser *p, void ***keys, size_t *kn,
+		     size_t *kcap)
 {
-	void **items = NULL, **keys = NULL;
-	size_t n = 0, cap = 0, kn = 0, kcap = 0, i;
-	char close = obj ? '}' : ']';
-	struct pin__jval *j;
+	char *k;
+	size_t kl;
 	int ret;
 
-	if (++p->depth > MAX_DEPTH) {
-		ret = fail(p, "nesting deeper than %d", MAX_DEPTH);
-		goto out;
-	}
+	if (p->pos >= p->len || p->s[p->pos] != '"')
+		return fail(p, "expected a string key");
+	ret = parse_string(p, &k, &kl);
+	if (!ret)
+		ret = push(keys, kn, kcap, k);
+	if (ret)
+		return ret;
+	skip_ws(p);
+	if (p->pos >= p->len || p->s[p->pos] != ':')
+		return fail(p, "expected ':'");
 	p->pos++;
+	return 0;
+}
+
+/* An object's n keys are all different. */
+static int check_unique_keys(struct parser *p, void **keys, size_t n)
+{
+	char **sorted;
+	size_t i;
+	int ret = 0;
+
+	if (n < 2)
+		return 0;
+	sorted = malloc(n * sizeof(char *));
+	if (!sorted)
+		return -ENOMEM;
+	memcpy(sorted, keys, n * sizeof(char *));
+	qsort(sorted, n, sizeof(char *), cmp_str);
+	for (i = 1; i < n; i++)
+		if (!strcmp(sorted[i - 1], sorted[i]))
+			break;
+	if (i < n)
+		ret = fail(p, "duplicate key \"%s\" in object", sorted[i]);
+	free(sorted);
+	return ret;
+}
+
+/* The members of an object (obj) or the elements of an array, up to close. */
+static int parse_members(struct parser *p, int obj, void ***items,
+			 size_t *n, void ***keys)
+{
+	size_t cap = 0, kn = 0, kcap = 0;
+	char close = obj ? '}' : ']';
+	int ret;
+
 	skip_ws(p);
 	if (p->pos < p->len && p->s[p->pos] == close) {
 		p->pos++;
-		goto done;
+		return 0;
 	}
 	for (;;) {
 		struct pin__jval *v;
 
 		skip_ws(p);
 		if (obj) {
-			char *k;
-			size_t kl;
-
-			if (p->pos >= p->len || p->s[p->pos] != '"') {
-				ret = fail(p, "expected a string key");
-				goto out;
-			}
-			ret = parse_string(p, &k, &kl);
+			ret = parse_key(p, keys, &kn, &kcap);
 			if (ret)
-				goto out;
-			ret = push(&keys, &kn, &kcap, k);
-			if (ret)
-				goto out;
-			skip_ws(p);
-			if (p->pos >= p->len || p->s[p->pos] != ':') {
-				ret = fail(p, "expected ':'");
-				goto out;
-			}
-			p->pos++;
+				return ret;
 		}
 		ret = parse_value(p, &v);
+		if (!ret)
+			ret = push(items, n, &cap, v);
 		if (ret)
-			goto out;
-		ret = push(&items, &n, &cap, v);
-		if (ret)
-			goto out;
+			return ret;
 		skip_ws(p);
 		if (p->pos < p->len && p->s[p->pos] == ',') {
 			p->pos++;
@@ -418,31 +441,29 @@ static int parse_container(struct parser *p, struct pin__jval **out, int obj)
 		}
 		if (p->pos < p->len && p->s[p->pos] == close) {
 			p->pos++;
-			break;
+			return 0;
 		}
-		ret = fail(p, "expected ',' or '%c'", close);
+		return fail(p, "expected ',' or '%c'", close);
+	}
+}
+
+static int parse_container(struct parser *p, struct pin__jval **out, int obj)
+{
+	void **items = NULL, **keys = NULL;
+	struct pin__jval *j;
+	size_t n = 0;
+	int ret;
+
+	if (++p->depth > MAX_DEPTH) {
+		ret = fail(p, "nesting deeper than %d", MAX_DEPTH);
 		goto out;
 	}
-done:
-	if (obj && n > 1) {
-		char **sorted = malloc(n * sizeof(char *));
-
-		if (!sorted) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		memcpy(sorted, keys, n * sizeof(char *));
-		qsort(sorted, n, sizeof(char *), cmp_str);
-		for (i = 1; i < n; i++)
-			if (!strcmp(sorted[i - 1], sorted[i]))
-				break;
-		if (i < n) {
-			ret = fail(p, "duplicate key \"%s\" in object", sorted[i]);
-			free(sorted);
-			goto out;
-		}
-		free(sorted);
-	}
+	p->pos++;
+	ret = parse_members(p, obj, &items, &n, &keys);
+	if (!ret && obj)
+		ret = check_unique_keys(p, keys, n);
+	if (ret)
+		goto out;
 	j = node(p, obj ? PIN_J_OBJ : PIN_J_ARR);
 	ret = -ENOMEM;
 	if (!j)

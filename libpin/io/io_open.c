@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,22 +24,6 @@
 #define STATX_OFF_MASK		0	/* u32 stx_mask */
 #define STATX_OFF_DIO_MEM	152	/* u32 stx_dio_mem_align */
 #define STATX_OFF_DIO_OFFSET	156	/* u32 stx_dio_offset_align */
-
-/* Append a reason to st->fallback_reason ("; " between reasons). */
-void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
-{
-	size_t n = strlen(st->fallback_reason);
-	va_list ap;
-
-	if (n && n + 2 < sizeof(st->fallback_reason)) {
-		memcpy(st->fallback_reason + n, "; ", 3);
-		n += 2;
-	}
-	va_start(ap, fmt);
-	vsnprintf(st->fallback_reason + n, sizeof(st->fallback_reason) - n,
-		  fmt, ap);
-	va_end(ap);
-}
 
 /*
  * O_DIRECT alignment the filesystem reports for fd. 0 and the alignments

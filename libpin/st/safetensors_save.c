@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "io_internal.h"
+#include "io/io_internal.h"
 #include "safetensors_internal.h"
 #include "safetensors_ck.h"
 
@@ -122,96 +122,90 @@ static const char *duplicate(const char *const *names, size_t n, int *oom)
 	return dup;
 }
 
-/* Validate the tensors and build the padded header block. */
-static int build_header(struct pin_st *ck, const char *path,
-			const struct pin_st_tensor *t, size_t n,
-			const char *const *mk, const char *const *mv,
-			size_t nmeta, struct strbuf *b, struct pin__seg *segs)
+/* Metadata keys and values are valid names; no key given twice. */
+static int check_meta(struct pin_st *ck, const char *path,
+		      const char *const *mk, const char *const *mv,
+		      size_t nmeta, const char **names)
 {
-	const char **names = NULL;
 	const char *dup;
-	uint64_t at = 0, nbytes, hlen;
 	size_t i;
-	unsigned d;
-	int oom, ret;
-	char num[8];
+	int oom;
 
-	names = malloc((n + nmeta + 1) * sizeof(char *));
-	if (!names)
-		return pin__st_fail(ck, -ENOMEM, "%s: out of memory", path);
-	ret = -EINVAL;
 	for (i = 0; i < nmeta; i++)
 		if (check_name(ck, path, "metadata key", mk[i]) ||
 		    check_name(ck, path, "metadata value", mv[i]))
-			goto out;
+			return -EINVAL;
 	for (i = 0; i < nmeta; i++)
 		names[i] = mk[i];
 	dup = duplicate(names, nmeta, &oom);
-	if (dup) {
-		pin__st_fail(ck, ret, "%s: metadata key \"%s\" given twice", path, dup);
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		if (check_name(ck, path, "tensor name", t[i].name))
-			goto out;
-		if (!strcmp(t[i].name, "__metadata__")) {
-			pin__st_fail(ck, ret, "%s: a tensor may not be named __metadata__",
-				     path);
-			goto out;
-		}
-		if (!pin_dtype_name(t[i].dtype)) {
-			pin__st_fail(ck, ret, "%s: tensor \"%s\": unknown dtype %d",
-				     path, t[i].name, t[i].dtype);
-			goto out;
-		}
-		if ((t[i].ndim && !t[i].shape) ||
-		    pin__st_tensor_bytes(t[i].dtype, t[i].shape, t[i].ndim, &nbytes) ||
-		    nbytes != t[i].nbytes) {
-			pin__st_fail(ck, ret, "%s: tensor \"%s\": nbytes %llu does not match its shape and dtype %s",
-				     path, t[i].name,
-				     (unsigned long long)t[i].nbytes,
-				     pin_dtype_name(t[i].dtype));
-			goto out;
-		}
-		names[i] = t[i].name;
-		segs[i + 1].len = nbytes;
-		if (t[i].data || !nbytes) {
-			segs[i + 1].p = t[i].data;
-		} else if (t[i].region) {
-			void *map;
+	if (dup)
+		return pin__st_fail(ck, -EINVAL, "%s: metadata key \"%s\" given twice",
+				    path, dup);
+	return 0;
+}
 
-			if (t[i].region_offset > pin_region_size(t[i].region) ||
-			    nbytes > pin_region_size(t[i].region) -
-				     t[i].region_offset) {
-				pin__st_fail(ck, ret, "%s: tensor \"%s\": region range %llu+%llu past its end",
-					     path, t[i].name,
-					     (unsigned long long)t[i].region_offset,
-					     (unsigned long long)nbytes);
-				goto out;
-			}
-			ret = pin_region_map(t[i].region, &map);
-			if (ret) {
-				pin__st_fail(ck, ret, "%s: tensor \"%s\": %s", path,
-					     t[i].name,
-					     pin_region_error(t[i].region));
-				goto out;
-			}
-			ret = -EINVAL;
-			segs[i + 1].p = (char *)map + t[i].region_offset;
-		} else {
-			pin__st_fail(ck, ret, "%s: tensor \"%s\": neither data nor region",
-				     path, t[i].name);
-			goto out;
-		}
+/* t's name, dtype and nbytes (which must match its shape) are valid. */
+static int check_tensor(struct pin_st *ck, const char *path,
+			const struct pin_st_tensor *t)
+{
+	uint64_t nbytes;
+
+	if (check_name(ck, path, "tensor name", t->name))
+		return -EINVAL;
+	if (!strcmp(t->name, "__metadata__"))
+		return pin__st_fail(ck, -EINVAL, "%s: a tensor may not be named __metadata__",
+				    path);
+	if (!pin_dtype_name(t->dtype))
+		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": unknown dtype %d",
+				    path, t->name, t->dtype);
+	if ((t->ndim && !t->shape) ||
+	    pin__st_tensor_bytes(t->dtype, t->shape, t->ndim, &nbytes) ||
+	    nbytes != t->nbytes)
+		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": nbytes %llu does not match its shape and dtype %s",
+				    path, t->name, (unsigned long long)t->nbytes,
+				    pin_dtype_name(t->dtype));
+	return 0;
+}
+
+/* Where t's bytes are written from: its data, or its range of a region. */
+static int tensor_source(struct pin_st *ck, const char *path,
+			 const struct pin_st_tensor *t, struct pin__seg *seg)
+{
+	uint64_t size;
+	void *map;
+	int ret;
+
+	seg->len = t->nbytes;
+	if (t->data || !t->nbytes) {
+		seg->p = t->data;
+		return 0;
 	}
-	dup = duplicate(names, n, &oom);
-	if (dup || oom) {
-		pin__st_fail(ck, oom ? -ENOMEM : ret, "%s: %s%s%s", path,
-			     oom ? "out of memory" : "tensor \"",
-			     oom ? "" : dup, oom ? "" : "\" given twice");
-		ret = oom ? -ENOMEM : ret;
-		goto out;
-	}
+	if (!t->region)
+		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": neither data nor region",
+				    path, t->name);
+	size = pin_region_size(t->region);
+	if (t->region_offset > size || t->nbytes > size - t->region_offset)
+		return pin__st_fail(ck, -EINVAL, "%s: tensor \"%s\": region range %llu+%llu past its end",
+				    path, t->name,
+				    (unsigned long long)t->region_offset,
+				    (unsigned long long)t->nbytes);
+	ret = pin_region_map(t->region, &map);
+	if (ret)
+		return pin__st_fail(ck, ret, "%s: tensor \"%s\": %s", path,
+				    t->name, pin_region_error(t->region));
+	seg->p = (char *)map + t->region_offset;
+	return 0;
+}
+
+/* The header's JSON, padded to PIN_IO_ALIGN, after 8 bytes of its length. */
+static void put_header(struct strbuf *b, const struct pin_st_tensor *t,
+		       size_t n, const char *const *mk,
+		       const char *const *mv, size_t nmeta)
+{
+	uint64_t at = 0, hlen;
+	unsigned d;
+	size_t i;
+
 	sb_put(b, "\0\0\0\0\0\0\0\0{", 9);
 	if (nmeta) {
 		sb_put(b, "\"__metadata__\":{", 16);
@@ -241,17 +235,51 @@ static int build_header(struct pin_st *ck, const char *path,
 	sb_put(b, "}", 1);
 	while (b->len % PIN_IO_ALIGN && !b->oom)
 		sb_put(b, " ", 1);
+	if (b->oom)
+		return;
+	hlen = b->len - 8;
+	for (d = 0; d < 8; d++)
+		b->s[d] = (char)(hlen >> (8 * d));
+}
+
+/* Validate the tensors and build the padded header block. */
+static int build_header(struct pin_st *ck, const char *path,
+			const struct pin_st_tensor *t, size_t n,
+			const char *const *mk, const char *const *mv,
+			size_t nmeta, struct strbuf *b, struct pin__seg *segs)
+{
+	const char **names = NULL;
+	const char *dup;
+	size_t i;
+	int oom, ret;
+
+	names = malloc((n + nmeta + 1) * sizeof(char *));
+	if (!names)
+		return pin__st_fail(ck, -ENOMEM, "%s: out of memory", path);
+	ret = check_meta(ck, path, mk, mv, nmeta, names);
+	for (i = 0; i < n && !ret; i++) {
+		ret = check_tensor(ck, path, &t[i]);
+		if (!ret)
+			ret = tensor_source(ck, path, &t[i], &segs[i + 1]);
+		names[i] = t[i].name;
+	}
+	if (ret)
+		goto out;
+	dup = duplicate(names, n, &oom);
+	if (dup || oom) {
+		ret = oom ? -ENOMEM : -EINVAL;
+		pin__st_fail(ck, ret, "%s: %s%s%s", path,
+			     oom ? "out of memory" : "tensor \"",
+			     oom ? "" : dup, oom ? "" : "\" given twice");
+		goto out;
+	}
+	put_header(b, t, n, mk, mv, nmeta);
 	if (b->oom) {
 		ret = pin__st_fail(ck, -ENOMEM, "%s: out of memory", path);
 		goto out;
 	}
-	hlen = b->len - 8;
-	for (d = 0; d < 8; d++)
-		num[d] = (char)(hlen >> (8 * d));
-	memcpy(b->s, num, 8);
 	segs[0].p = b->s;
 	segs[0].len = b->len;
-	ret = 0;
 out:
 	free(names);
 	return ret;

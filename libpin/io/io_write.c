@@ -155,6 +155,81 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 	return 0;
 }
 
+/*
+ * Reserve the blocks first: direct writes that extend a file are
+ * serialised by the filesystem (ext4, xfs take the inode lock
+ * exclusively), writes into allocated space run in parallel.
+ */
+static int reserve_blocks(struct pin__file *f, uint64_t file_off,
+			  uint64_t total, struct pin_io_stats *st)
+{
+	if (f->direct && file_off + total > f->size &&
+	    fallocate(f->fd, 0, (off_t)file_off,
+		      (off_t)ALIGN_UP(total)) < 0 &&
+	    errno != EOPNOTSUPP && errno != ENOSYS)
+		return pin__io_fail(st->error, sizeof(st->error), -errno,
+				    "%s: fallocate %llu bytes at offset %llu",
+				    f->path, (unsigned long long)ALIGN_UP(total),
+				    (unsigned long long)file_off);
+	return 0;
+}
+
+/*
+ * The last tail bytes (a partial block inside the file, after wlen bytes
+ * written direct) through a descriptor without O_DIRECT.
+ */
+static int write_tail(struct pin__file *f, const struct pin__seg *segs,
+		      size_t nseg, uint64_t file_off, uint64_t wlen,
+		      uint64_t tail, char *bounce, struct pin_io_stats *st)
+{
+	struct gather g = { .segs = segs, .nseg = nseg };
+	char skip[4096];
+	uint64_t left = wlen;
+	ssize_t w;
+	int bfd, err;
+
+	while (left) {
+		uint64_t n = left < sizeof(skip) ? left : sizeof(skip);
+
+		gather_copy(&g, skip, n);
+		left -= n;
+	}
+	gather_copy(&g, bounce, tail);
+	bfd = open(f->path, O_WRONLY | O_CLOEXEC);
+	w = bfd < 0 ? -1 : pwrite(bfd, bounce, tail, (off_t)(file_off + wlen));
+	err = w < 0 ? -errno : -EIO;
+	if (bfd >= 0)
+		close(bfd);
+	if (w != (ssize_t)tail)
+		return pin__io_fail(st->error, sizeof(st->error), err,
+				    "%s: write of the last %llu bytes at offset %llu",
+				    f->path, (unsigned long long)tail,
+				    (unsigned long long)(file_off + wlen));
+	st->bytes += tail;
+	pin__io_note_fallback(st, "%s: last %llu bytes written buffered (a partial block inside the file)",
+			      f->path, (unsigned long long)tail);
+	return 0;
+}
+
+/* The file's length (past a padded last block) and its data on disk. */
+static int finish_file(struct pin__file *f, uint64_t file_off, uint64_t total,
+		       uint64_t tail, struct pin_io_stats *st)
+{
+	if (!tail && f->direct && total % PIN_IO_ALIGN &&
+	    file_off + total >= f->size &&
+	    ftruncate(f->fd, (off_t)(file_off + total)) < 0)
+		return pin__io_fail(st->error, sizeof(st->error), -errno,
+				    "%s: truncate to %llu after the padded last block",
+				    f->path,
+				    (unsigned long long)(file_off + total));
+	if (fsync(f->fd) < 0)
+		return pin__io_fail(st->error, sizeof(st->error), -errno,
+				    "%s: fsync", f->path);
+	if (file_off + total > f->size)
+		f->size = file_off + total;
+	return 0;
+}
+
 int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 		     size_t nseg, uint64_t file_off,
 		     const struct pin_io_opts *o, struct pin_io_stats *st)
@@ -179,93 +254,33 @@ int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 				    "%s: %u bounce buffers of %u bytes",
 				    f->path, o->queue_depth, o->request_size);
 	t0 = pin__now_ns();
-	/*
-	 * Reserve the blocks first: direct writes that extend a file are
-	 * serialised by the filesystem (ext4, xfs take the inode lock
-	 * exclusively), writes into allocated space run in parallel.
-	 */
-	if (f->direct && file_off + total > f->size &&
-	    fallocate(f->fd, 0, (off_t)file_off,
-		      (off_t)ALIGN_UP(total)) < 0 &&
-	    errno != EOPNOTSUPP && errno != ENOSYS) {
-		ret = pin__io_fail(st->error, sizeof(st->error), -errno,
-				   "%s: fallocate %llu bytes at offset %llu",
-				   f->path, (unsigned long long)ALIGN_UP(total),
-				   (unsigned long long)file_off);
-		goto out;
-	}
-again:
-	wlen = total;
-	tail = 0;
-	/* Padding the last block would clobber later bytes of the file. */
-	if (f->direct && total % PIN_IO_ALIGN && f->size > file_off + total) {
-		tail = total % PIN_IO_ALIGN;
-		wlen = total - tail;
-	}
-	ret = pin__engine_init(&e, o, st, f->path);
-	if (ret < 0)
-		goto out;
-	ret = write_pass(&e, f, bounce, segs, nseg, file_off, total, wlen, o,
-			 st);
-	st->fixed_buffers = e.fixed;
-	pin__engine_exit(&e);
-	if (ret == REFUSED) {
-		ret = pin__io_reopen_buffered(f, O_WRONLY, st);
+	ret = reserve_blocks(f, file_off, total, st);
+	while (!ret) {
+		wlen = total;
+		tail = 0;
+		/* Padding the last block would clobber later bytes of the file. */
+		if (f->direct && total % PIN_IO_ALIGN && f->size > file_off + total) {
+			tail = total % PIN_IO_ALIGN;
+			wlen = total - tail;
+		}
+		ret = pin__engine_init(&e, o, st, f->path);
 		if (ret < 0)
-			goto out;
-		goto again;
+			break;
+		ret = write_pass(&e, f, bounce, segs, nseg, file_off, total,
+				 wlen, o, st);
+		st->fixed_buffers = e.fixed;
+		pin__engine_exit(&e);
+		if (ret != REFUSED)
+			break;
+		/* Refused direct: once more, buffered. */
+		ret = pin__io_reopen_buffered(f, O_WRONLY, st);
 	}
-	if (ret < 0)
-		goto out;
-	if (tail) {
-		struct gather g = { .segs = segs, .nseg = nseg };
-		char skip[4096];
-		uint64_t left = wlen;
-
-		while (left) {
-			uint64_t n = left < sizeof(skip) ? left : sizeof(skip);
-
-			gather_copy(&g, skip, n);
-			left -= n;
-		}
-		gather_copy(&g, bounce, tail);
-		/* An unaligned write needs a descriptor without O_DIRECT. */
-		int bfd = open(f->path, O_WRONLY | O_CLOEXEC);
-		ssize_t w = bfd < 0 ? -1 :
-			    pwrite(bfd, bounce, tail, (off_t)(file_off + wlen));
-		int err = w < 0 ? -errno : -EIO;
-
-		if (bfd >= 0)
-			close(bfd);
-		if (w != (ssize_t)tail) {
-			ret = pin__io_fail(st->error, sizeof(st->error), err,
-					   "%s: write of the last %llu bytes at offset %llu",
-					   f->path, (unsigned long long)tail,
-					   (unsigned long long)(file_off + wlen));
-			goto out;
-		}
-		st->bytes += tail;
-		pin__io_note_fallback(st, "%s: last %llu bytes written buffered (a partial block inside the file)",
-				      f->path, (unsigned long long)tail);
-	} else if (f->direct && total % PIN_IO_ALIGN &&
-		   file_off + total >= f->size &&
-		   ftruncate(f->fd, (off_t)(file_off + total)) < 0) {
-		ret = pin__io_fail(st->error, sizeof(st->error), -errno,
-				   "%s: truncate to %llu after the padded last block",
-				   f->path,
-				   (unsigned long long)(file_off + total));
-		goto out;
-	}
-	if (fsync(f->fd) < 0) {
-		ret = pin__io_fail(st->error, sizeof(st->error), -errno,
-				   "%s: fsync", f->path);
-		goto out;
-	}
-	if (file_off + total > f->size)
-		f->size = file_off + total;
-	st->io_ns += pin__now_ns() - t0;
-	ret = 0;
-out:
+	if (!ret && tail)
+		ret = write_tail(f, segs, nseg, file_off, wlen, tail, bounce, st);
+	if (!ret)
+		ret = finish_file(f, file_off, total, tail, st);
+	if (!ret)
+		st->io_ns += pin__now_ns() - t0;
 	free(bounce);
-	return ret;
+	return ret < 0 ? ret : 0;
 }

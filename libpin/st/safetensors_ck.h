@@ -8,10 +8,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pin.h"
 #include "internal.h"
-#include "io_internal.h"
+#include "io/io_internal.h"
 
 struct st_tensor {
 	struct pin_st_tensor pub;	/* name, shape point into owned memory */
@@ -63,11 +64,20 @@ int pin__st_tensor_bytes(int dtype, const uint64_t *shape, unsigned ndim,
 int pin__st_read_header(struct pin_st *ck, struct pin__file *f, unsigned fi);
 int pin__st_build_index(struct pin_st *ck);
 
-/* Loads (safetensors_load.c, safetensors_index.c). */
+/* Loads (safetensors_load.c, safetensors_index.c; safetensors_open.c
+ * picks one). */
 int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		      const struct pin_io_opts *o, struct st_progress *prog);
 int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 		       const char *path, const struct pin_io_opts *o,
 		       struct st_progress *prog);
+
+/* Whether path names a sharded checkpoint's index, not one file. */
+static inline int pin__st_is_index(const char *path)
+{
+	size_t a = strlen(path), b = strlen(".index.json");
+
+	return a >= b && !strcmp(path + a - b, ".index.json");
+}
 
 #endif /* LIBPIN_SAFETENSORS_CK_H */

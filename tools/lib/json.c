@@ -1,15 +1,14 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * A string as JSON, for the tools' --json output: quotes, backslashes and
  * control bytes escaped; other bytes as they are (paths and task names are
  * UTF-8 in practice).
  */
-#ifndef PINMEM_TOOLS_JSON_H
-#define PINMEM_TOOLS_JSON_H
-
 #include <stdio.h>
 
-static inline void json_str(FILE *f, const char *s)
+#include "json.h"
+
+void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -24,5 +23,3 @@ static inline void json_str(FILE *f, const char *s)
 	}
 	fputc('"', f);
 }
-
-#endif

@@ -51,6 +51,70 @@ static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 	return 0;
 }
 
+/* Why the module refused an allocation (err from PINMEM_IOC_ALLOC). */
+static int alloc_refused(struct pin_dev *dev, int err, uint64_t size,
+			 unsigned flags, int node)
+{
+	switch (err) {
+	case -ENOSPC:
+		return pin__fail(dev->err, err,
+				 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
+				 size);
+	case -ENOMEM:
+		if (node >= 0 && !(flags & PIN_ALLOC_ANY_NODE))
+			return pin__fail(dev->err, err,
+					 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_ALLOC_ANY_NODE lets other nodes serve)",
+					 size, node);
+		return pin__fail(dev->err, err,
+				 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
+				 size, (flags & PIN_ALLOC_FALLBACK) ? "" :
+				 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
+	case -EINVAL:
+		if (node >= 0)
+			return pin__fail(dev->err, err,
+					 "alloc %" PRIu64 " bytes on node %d: no such node online, or over the module's max_region_bytes",
+					 size, node);
+		return pin__fail(dev->err, err,
+				 "alloc %" PRIu64 " bytes: over the module's max_region_bytes or invalid",
+				 size);
+	}
+	return pin__fail(dev->err, err, "alloc %" PRIu64 " bytes", size);
+}
+
+/* A device region for r: PINMEM_IOC_ALLOC, then the size the module gave. */
+static int device_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+			int node, struct pin_region *r, int lazy)
+{
+	struct pinmem_region_info ri;
+	struct pinmem_alloc a;
+	int ret;
+
+	memset(&a, 0, sizeof(a));
+	a.size = size;
+	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	if (lazy && !(flags & PIN_ALLOC_FALLBACK) && dev->abi_version >= 4)
+		a.flags |= PINMEM_ALLOC_LAZY;
+	if (node >= 0) {
+		a.flags |= PINMEM_ALLOC_NODE;
+		a.node = node;
+		if (flags & PIN_ALLOC_ANY_NODE)
+			a.flags |= PINMEM_ALLOC_ANY_NODE;
+	}
+	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
+	if (ret)
+		return alloc_refused(dev, ret, size, flags, node);
+	r->fd = a.fd;
+	r->id = a.region_id;
+	r->lazy = !!(a.flags & PINMEM_ALLOC_LAZY);
+	/* The kernel rounds up to a page; ask it rather than guess. */
+	memset(&ri, 0, sizeof(ri));
+	ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+	if (ret)
+		return pin__fail(dev->err, ret, "alloc: region info");
+	r->size = ri.size;
+	return 0;
+}
+
 /*
  * lazy: a region whose memory the loader prepares step by step: portable,
  * a memfd without its pages; device (ABI 4), ALLOC_LAZY, populated by
@@ -61,7 +125,6 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 			     unsigned flags, int node, struct pin_region **rp,
 			     int lazy)
 {
-	struct pinmem_alloc a;
 	struct pin_region *r;
 	int ret;
 
@@ -82,73 +145,17 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	r = region_new(dev->backend);
 	if (!r)
 		return pin__fail(dev->err, -ENOMEM, "alloc");
-
 	if (dev->backend == PIN_BACKEND_PORTABLE) {
 		ret = pin__place_portable(dev->err, node, flags, size,
 					  &r->place);
 		if (!ret)
 			ret = pin__portable_alloc(dev, size, r, lazy);
-		if (ret) {
-			region_destroy(r);
-			return ret;
-		}
-		*rp = r;
-		return 0;
+	} else {
+		ret = device_alloc(dev, size, flags, node, r, lazy);
 	}
-
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
-	if (lazy && !(flags & PIN_ALLOC_FALLBACK) && dev->abi_version >= 4)
-		a.flags |= PINMEM_ALLOC_LAZY;
-	if (node >= 0) {
-		a.flags |= PINMEM_ALLOC_NODE;
-		a.node = node;
-		if (flags & PIN_ALLOC_ANY_NODE)
-			a.flags |= PINMEM_ALLOC_ANY_NODE;
-	}
-	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
 	if (ret) {
 		region_destroy(r);
-		switch (ret) {
-		case -ENOSPC:
-			return pin__fail(dev->err, ret,
-					 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
-					 size);
-		case -ENOMEM:
-			if (node >= 0 && !(flags & PIN_ALLOC_ANY_NODE))
-				return pin__fail(dev->err, ret,
-						 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_ALLOC_ANY_NODE lets other nodes serve)",
-						 size, node);
-			return pin__fail(dev->err, ret,
-					 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
-					 size, (flags & PIN_ALLOC_FALLBACK) ? "" :
-					 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
-		case -EINVAL:
-			if (node >= 0)
-				return pin__fail(dev->err, ret,
-						 "alloc %" PRIu64 " bytes on node %d: no such node online, or over the module's max_region_bytes",
-						 size, node);
-			return pin__fail(dev->err, ret,
-					 "alloc %" PRIu64 " bytes: over the module's max_region_bytes or invalid",
-					 size);
-		}
-		return pin__fail(dev->err, ret, "alloc %" PRIu64 " bytes", size);
-	}
-	r->fd = a.fd;
-	r->id = a.region_id;
-	r->lazy = !!(a.flags & PINMEM_ALLOC_LAZY);
-	/* The kernel rounds up to a page; ask it rather than guess. */
-	{
-		struct pinmem_region_info ri;
-
-		memset(&ri, 0, sizeof(ri));
-		ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
-		if (ret) {
-			region_destroy(r);
-			return pin__fail(dev->err, ret, "alloc: region info");
-		}
-		r->size = ri.size;
+		return ret;
 	}
 	*rp = r;
 	return 0;

@@ -14,45 +14,19 @@
  *
  * This file: the public entry points (pin_io_read/pin_io_write between
  * files and memory, pin_read_file/pin_write_file between files and
- * regions) and what every part shares: options, error text, the clock.
- * The parts: io_open.c opens files (O_DIRECT or why not), io_engine.c
- * runs the requests through io_uring, io_fixed.c registers the buffers
- * they use, io_read.c and io_write.c move the data.
+ * regions) and the options they share. The parts below it, lowest first:
+ * io_base.c (error text, fallback notes, the clock), io_open.c opens files
+ * (O_DIRECT or why not), io_engine.c runs the requests through io_uring,
+ * io_fixed.c registers the buffers they use, io_read.c and io_write.c move
+ * the data. fill.c, above this, prepares a region while it is read.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "io_internal.h"
 #include "io_engine.h"
-
-uint64_t pin__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-int pin__io_fail(char *buf, size_t len, int err, const char *fmt, ...)
-{
-	char ebuf[128];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		n = 0;
-	if (err && (size_t)n < len)
-		snprintf(buf + n, len - n, ": %s",
-			 pin__strerror(err, ebuf, sizeof(ebuf)));
-	return err;
-}
 
 uint64_t pin_io_span(uint64_t file_off, uint64_t len)
 {

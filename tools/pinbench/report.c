@@ -1,19 +1,21 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
  * pinbench's report: the table (or one JSON object) of medians, ratios and
  * CPU seconds per GB, and where libpin's end to end time went (allocate,
- * pin, transfer, seal). Included by pinbench.c only.
+ * pin, transfer, seal).
  */
-#ifndef PINBENCH_REPORT_H
-#define PINBENCH_REPORT_H
+#include <stdio.h>
 
-/* libpin's load phases (pin_st_phases), in seconds. */
-#define NPHASES	4
+#include <pin.h>
+
+#include "lib/json.h"
+#include "bench.h"
+
 static const char *const phase_names[NPHASES] = {
 	"allocate", "pin", "transfer", "seal",
 };
 
-static void add_phases(struct series *ph, const struct pin_st *ck)
+void add_phases(struct series *ph, const struct pin_st *ck)
 {
 	struct pin_st_phases p;
 
@@ -71,7 +73,7 @@ static void report_phases(const struct cfg *c, const char *const *backend,
 		printf("  libpin: --pin-first, all of the region pinned before the reads\n");
 }
 
-static void report(const struct cfg *c, const char *what, const char *file,
+void report(const struct cfg *c, const char *what, const char *file,
 		   uint64_t size, struct series *s, int ns, int base,
 		   const char *extra, const char *const *phase_of,
 		   struct series (*ph)[NPHASES])
@@ -138,5 +140,3 @@ static void report(const struct cfg *c, const char *what, const char *file,
 	if (phase_of)
 		report_phases(c, phase_of, ph);
 }
-
-#endif /* PINBENCH_REPORT_H */

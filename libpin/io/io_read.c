@@ -82,13 +82,92 @@ static void pace_done(struct pin__pace *pace, uint64_t rel)
 		t->read_end_ns = pin__now_ns();
 }
 
+/* Free slots take the next reads, up to end and to the ready bytes. */
+static void submit_reads(struct engine *e, struct pin__file *f, char *dst,
+			 uint64_t aoff, uint64_t *next, uint64_t end,
+			 uint64_t ready, uint64_t chunk,
+			 const struct pin_io_opts *o, struct pin__pace *pace)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nslots && *next < end && *next - aoff < ready; i++) {
+		struct slot *s = &e->slots[i];
+
+		if (s->busy)
+			continue;
+		s->off = *next;
+		s->len = end - *next < o->request_size ?
+			 end - *next : o->request_size;
+		s->buf = dst + (*next - aoff);
+		s->fixed = pin__io_fixed_index(e, *next - aoff, chunk);
+		pace_sent(pace, *next - aoff);
+		*next += s->len;
+		pin__engine_submit(e, f, i, 0);
+	}
+}
+
+/*
+ * Slot idx's read completed with res: counted, its rest resubmitted when
+ * short, or the read failed (an error, or the file ended before need_end).
+ */
+static int read_completed(struct engine *e, struct pin__file *f,
+			  unsigned idx, int res, uint64_t aoff,
+			  uint64_t need_end, struct pin_io_stats *st,
+			  struct pin__pace *pace)
+{
+	struct slot *s = &e->slots[idx];
+	uint64_t at = s->off + (uint64_t)(res > 0 ? res : 0);
+	int ret;
+
+	if (res < 0) {
+		pin__io_fail(st->error, sizeof(st->error), res,
+			     "%s: read of %llu bytes at offset %llu",
+			     f->path, (unsigned long long)s->len,
+			     (unsigned long long)s->off);
+		pin__engine_drain(e, st, f->path);
+		return res;
+	}
+	st->bytes += (uint64_t)res;
+	if ((uint64_t)res == s->len || at >= need_end) {
+		/* Whole, or ran into EOF past the range. */
+		st->requests++;
+		pace_done(pace, s->off - aoff);
+	} else if (res == 0 || (f->direct && at % PIN_IO_ALIGN)) {
+		/* Nothing more, or a direct read that stopped mid-block:
+		 * the end of the file. */
+		pin__engine_drain(e, st, f->path);
+		ret = pin__io_check_size(f, st);
+		if (ret < 0)
+			return ret;
+		return pin__io_fail(st->error, sizeof(st->error), -EIO,
+				    "%s: end of file at offset %llu, expected data up to %llu",
+				    f->path, (unsigned long long)at,
+				    (unsigned long long)need_end);
+	} else {
+		/* Short: move on from the last aligned byte. */
+		uint64_t stop = s->off + s->len;
+		uint64_t from = f->direct ? ALIGN_DOWN(at) : at;
+
+		st->short_ios++;
+		s->buf += from - s->off;
+		s->len = stop - from;
+		s->off = from;
+		pin__engine_submit(e, f, idx, 0);
+	}
+	return 0;
+}
+
+/*
+ * Read span bytes at aoff into dst through the engine; with pace, only
+ * as far as its steps are prepared.
+ */
 static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
 		     const struct pin_io_opts *o, struct pin_io_stats *st,
 		     struct pin__pace *pace)
 {
 	uint64_t next = aoff, end = aoff + span, done = 0, chunk, ready = span;
-	unsigned i, idx;
+	unsigned idx;
 	int res, ret;
 
 	if (pace) {
@@ -111,21 +190,7 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 				return ret;
 			}
 		}
-		for (i = 0; i < e->nslots && next < end &&
-			    next - aoff < ready; i++) {
-			struct slot *s = &e->slots[i];
-
-			if (s->busy)
-				continue;
-			s->off = next;
-			s->len = end - next < o->request_size ?
-				 end - next : o->request_size;
-			s->buf = dst + (next - aoff);
-			s->fixed = pin__io_fixed_index(e, next - aoff, chunk);
-			pace_sent(pace, next - aoff);
-			next += s->len;
-			pin__engine_submit(e, f, i, 0);
-		}
+		submit_reads(e, f, dst, aoff, &next, end, ready, chunk, o, pace);
 		if (!e->inflight && next < end)
 			continue;	/* waits for the next prepared step */
 		if (!e->inflight)
@@ -135,51 +200,10 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 			return ret;
 		if (ret == RETRIED)
 			continue;
-		struct slot *s = &e->slots[idx];
-
-		if (res < 0) {
-			pin__io_fail(st->error, sizeof(st->error), res,
-				     "%s: read of %llu bytes at offset %llu",
-				     f->path, (unsigned long long)s->len,
-				     (unsigned long long)s->off);
-			pin__engine_drain(e, st, f->path);
-			return res;
-		}
-		st->bytes += (uint64_t)res;
+		ret = read_completed(e, f, idx, res, aoff, need_end, st, pace);
+		if (ret < 0)
+			return ret;
 		done += (uint64_t)res;
-		if ((uint64_t)res == s->len) {
-			st->requests++;
-			pace_done(pace, s->off - aoff);
-		} else if (s->off + (uint64_t)res >= need_end) {
-			st->requests++;		/* ran into EOF past the range */
-			pace_done(pace, s->off - aoff);
-		} else if (res == 0 ||
-			   (f->direct && (s->off + (uint64_t)res) % PIN_IO_ALIGN)) {
-			/* Nothing more, or a direct read that stopped
-			 * mid-block: the end of the file. */
-			uint64_t at = s->off + (uint64_t)res;
-
-			pin__engine_drain(e, st, f->path);
-			ret = pin__io_check_size(f, st);
-			if (ret < 0)
-				return ret;
-			return pin__io_fail(st->error, sizeof(st->error), -EIO,
-					    "%s: end of file at offset %llu, expected data up to %llu",
-					    f->path, (unsigned long long)at,
-					    (unsigned long long)need_end);
-		} else {
-			/* Short: move on from the last aligned byte. */
-			uint64_t stop = s->off + s->len;
-			uint64_t from = s->off + (uint64_t)res;
-
-			if (f->direct)
-				from = ALIGN_DOWN(from);
-			st->short_ios++;
-			s->buf += from - s->off;
-			s->len = stop - from;
-			s->off = from;
-			pin__engine_submit(e, f, idx, 0);
-		}
 		if (o->progress)
 			o->progress(o->progress_arg, done, span);
 	}

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: MIT
+"""The mappings NumPy arrays over a region stand on: a view mapping with the
+view fd it was made from, and the owner mapping; _mapping_of finds the view
+mapping under an array. Below both PinnedArray (_arrays.py) and the DLPack
+export (dlpack.py). Part of pinmem.core, which re-exports every name (the
+classes keep "pinmem.core" as their module); core's docstring says who owns
+what."""
+import ctypes
+import os
+import sys
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._errors import PinError, _check
+from ._lib import lib
+
+_CORE = "pinmem.core"
+
+# ---- Mappings -------------------------------------------------------------
+
+def _end_view(view, addr):
+    """Finalizer of a _ViewMapping: unmap, then close the view fd."""
+    ret = lib.pin_view_unmap(view, addr)
+    if ret < 0:
+        sys.stderr.write("pinmem: unmapping a view at 0x%x failed: %s\n" %
+                         (addr, _lib.text(lib.pin_view_error(view))))
+    lib.pin_view_close(view)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.munmap.restype = ctypes.c_int
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_MAP_PRIVATE = 0x02
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def _end_private(view, addr, length):
+    """Finalizer of a copy-on-write _ViewMapping: unmap, close the view."""
+    if _libc.munmap(addr, length):
+        sys.stderr.write("pinmem: unmapping a private view at 0x%x failed: "
+                         "%s\n" % (addr, os.strerror(ctypes.get_errno())))
+    lib.pin_view_close(view)
+
+
+def _map_private(v, offset, length):
+    """A MAP_PRIVATE, PROT_READ|PROT_WRITE mapping of a portable view
+    (a read-only memfd: its offset is the region's): reads see the
+    region, writes go to private copies of the pages."""
+    addr = _libc.mmap(None, length, _lib.PROT_READ | _lib.PROT_WRITE,
+                      _MAP_PRIVATE, lib.pin_view_fd(v), offset)
+    if addr in (None, _MAP_FAILED):
+        err = ctypes.get_errno()
+        raise PinError(err, "view map (copy-on-write): %s" %
+                       os.strerror(err))
+    return addr
+
+
+class _ViewMapping:
+    """One view mapping, and the view fd it was made from. Exposes its bytes
+    to NumPy through __array_interface__; unmapped by its finalizer.
+    private=True (portable backend only): a copy-on-write mapping of a
+    read-only view, writable, whose writes never reach the region."""
+
+    __module__ = _CORE
+    __slots__ = ("addr", "length", "offset", "writable", "private",
+                 "region_id", "arrays", "_fin", "__weakref__")
+
+    def __init__(self, rptr, region_id, offset, length, writable,
+                 rerr, holders_of, private=False):
+        v = ctypes.c_void_p()
+        flags = _lib.PIN_VIEW_WRITE if writable and not private else 0
+        _check(lib.pin_view_create(rptr, offset, length, flags,
+                                   ctypes.byref(v)), rerr, "view", holders_of)
+        if private:
+            try:
+                addr = ctypes.c_void_p(_map_private(v.value, offset, length))
+            except BaseException:
+                lib.pin_view_close(v.value)
+                raise
+        else:
+            addr = ctypes.c_void_p()
+            prot = _lib.PROT_READ | (_lib.PROT_WRITE if writable else 0)
+            ret = lib.pin_view_map(v.value, prot, ctypes.byref(addr))
+            if ret < 0:
+                text = lib.pin_view_error(v.value)
+                try:
+                    _check(ret, lambda: text, "view map", holders_of)
+                finally:
+                    lib.pin_view_close(v.value)
+        self.addr = addr.value
+        self.length = length
+        self.offset = offset
+        self.writable = bool(writable or private)
+        self.private = bool(private)
+        self.region_id = region_id
+        # Every PinnedArray over these bytes (PinnedArray.__array_finalize__).
+        self.arrays = weakref.WeakValueDictionary()   # id -> array
+        if private:
+            self._fin = weakref.finalize(self, _end_private, v.value,
+                                         addr.value, length)
+        else:
+            self._fin = weakref.finalize(self, _end_view, v.value,
+                                         addr.value)
+        # weakref.finalize would otherwise unmap at interpreter exit while
+        # arrays over the mapping still live (a later atexit hook or a
+        # daemon thread reading one segfaults); exit unmaps it anyway.
+        self._fin.atexit = False
+
+    @property
+    def mapped(self):
+        return self._fin.alive
+
+    @property
+    def __array_interface__(self):
+        return {"version": 3, "shape": (self.length,), "typestr": "|u1",
+                "data": (self.addr, not self.writable)}
+
+
+class _OwnerMapping:
+    """The region's owner mapping as seen by NumPy; keeps the region handle
+    (and so the mapping) alive while arrays over it exist."""
+
+    __module__ = _CORE
+    __slots__ = ("_h", "addr", "length", "readonly", "__weakref__")
+
+    def __init__(self, handle, addr, length, readonly):
+        self._h = handle
+        self.addr = addr
+        self.length = length
+        self.readonly = readonly
+
+    @property
+    def __array_interface__(self):
+        return {"version": 3, "shape": (self.length,), "typestr": "|u1",
+                "data": (self.addr, self.readonly)}
+
+
+def _page():
+    return os.sysconf("SC_PAGE_SIZE")
+
+
+def _shape_tuple(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _over(base, dtype, shape, skip, cls):
+    """An array of dtype and shape starting skip bytes into base's bytes."""
+    dtype = np.dtype(dtype)
+    shape = _shape_tuple(shape)
+    raw = np.asarray(base)
+    return np.ndarray.__new__(cls, shape, dtype=dtype, buffer=raw,
+                              offset=skip)
+
+
+def _mapping_of(a):
+    """The _ViewMapping at the end of a's base chain, or None."""
+    x = a
+    while isinstance(x, np.ndarray):
+        x = x.base
+    return x if isinstance(x, _ViewMapping) else None
