@@ -13,7 +13,7 @@ pinmem.safetensors.torch).
 """
 import numpy as np
 
-from . import _format
+from . import _atomic, _format
 from ._open import load_bytes, safe_open
 
 __all__ = ["save", "save_file", "load", "load_file"]
@@ -38,11 +38,10 @@ def save(tensor_dict, metadata=None):
 
 
 def save_file(tensor_dict, filename, metadata=None):
-    """Write tensor_dict to filename as safetensors does (same bytes)."""
+    """Write tensor_dict to filename as safetensors does (same bytes),
+    replacing the file whole: a crash leaves the old file or the new one."""
     parts = _format.serialize(_entries(tensor_dict), metadata)
-    with open(filename, "wb") as f:
-        for p in parts:
-            f.write(p)
+    _atomic.replace_file(filename, parts)
 
 
 def load(data):

@@ -21,7 +21,7 @@ copies of them (the pinned memory is the copy's source).
 """
 import torch
 
-from . import _format
+from . import _atomic, _format
 from ._open import load_bytes, safe_open
 from .. import torch as _pt
 
@@ -189,11 +189,10 @@ def save(tensors, metadata=None):
 
 
 def save_file(tensors, filename, metadata=None):
-    """Write tensors to filename as safetensors does (same bytes)."""
+    """Write tensors to filename as safetensors does (same bytes),
+    replacing the file whole: a crash leaves the old file or the new one."""
     parts = _format.serialize(_flatten(tensors), metadata)
-    with open(filename, "wb") as f:
-        for p in parts:
-            f.write(p)
+    _atomic.replace_file(filename, parts)
 
 
 def load(data):

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+"""Replacing a file so that a crash leaves the old one or the new one.
+
+The bytes go to a hidden temporary file beside the target (the name
+libpin's pin_st_save uses: .NAME.tmp-PID-NS), which is flushed to disk,
+renamed over the target, and the folder synced: after a power cut at any
+point the target is whole, old or new, and once the call returns it is
+the new one. A cut before the rename can leave the temporary file; the
+next save uses a name of its own and is not bothered by it. The file gets
+the mode open() would give a new one (0666 less the umask), as libpin's.
+"""
+import os
+import time
+
+
+def replace_file(filename, parts):
+    """Write the byte strings parts, in order, as the file filename."""
+    filename = os.fspath(filename)
+    folder, base = os.path.split(filename)
+    tmp = os.path.join(folder, ".%s.tmp-%d-%d" % (
+        base, os.getpid(), time.monotonic_ns() % 1000000000))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for p in parts:
+                f.write(p)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, filename)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dfd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
