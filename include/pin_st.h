@@ -27,7 +27,8 @@ struct pin_region;	/* pin.h */
  * header length N (<= 100,000,000), N bytes of UTF-8 JSON (an object that
  * starts with '{', padded with trailing spaces), then the data section.
  * Every tensor entry is {"dtype", "shape", "data_offsets": [begin, end]}
- * relative to the data section; "__metadata__" is a map of strings.
+ * relative to the data section; "__metadata__" is a map of strings (or
+ * null: none, as MLX writes it).
  *
  * The reader is strict: every rule it checks is named in the error text
  * together with the file and tensor. A struct pin_st (a checkpoint) is

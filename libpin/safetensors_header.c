@@ -219,6 +219,9 @@ static int parse_header(struct pin_st *ck, const char *file,
 				goto out;
 			continue;
 		}
+		/* null: no metadata (MLX writes it; safetensors reads it so). */
+		if (v->type == PIN_J_NULL)
+			continue;
 		if (v->type != PIN_J_OBJ) {
 			ret = pin__st_fail(ck, -EINVAL, "%s: __metadata__ is not an object",
 					   file);

@@ -168,6 +168,8 @@ def parse_header(head8, read, total):
     tensors = []
     for name, e in obj:
         if name == "__metadata__":
+            if e is None:       # no metadata (MLX writes null)
+                continue
             if isinstance(e, _Pairs):
                 e = dict(e)
             if not isinstance(e, dict) or not all(
