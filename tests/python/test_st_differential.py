@@ -270,7 +270,7 @@ def test_libpin_writer_is_read_alike_by_the_real_library(tmp_path):
     pinmem's readers alike."""
     rng = random.Random(st_corpus.SEED + 5)
     path = str(tmp_path / "c.st")
-    for i in range(40):
+    for i in range(24):
         m = st_corpus.Model(rng)
         tensors = [(n, dt, shape, data) for n, dt, shape, data in m.tensors
                    if "\0" not in n]
