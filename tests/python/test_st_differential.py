@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The real safetensors library as the judge of pinmem's safetensors
-reader and writer, over the seeded corpus of st_corpus.py (valid and
-invalid file images) and round trips both ways.
+reader and writer, over the seeded corpus of st_corpus.py and
+st_invalid.py (valid and invalid file images) and round trips both ways.
 
 On every file the readers must agree: the real library
 (safetensors.deserialize, and safe_open on the file), pinmem's Python
@@ -11,7 +11,7 @@ load through libpin into pinned memory) and libpin's C parser
 (names, dtype, shape, bytes) and metadata on a valid file, a refusal from
 each on an invalid one. Where the real library accepts a file the format
 forbids, or one past a limit of pinmem's own, the case says why
-(st_corpus.LAX, st_corpus.LIMIT) and pinmem must refuse it.
+(st_invalid.LAX, st_invalid.LIMIT) and pinmem must refuse it.
 
 Run alone: $(tests/python-venv path)/bin/python -m pytest -q
 tests/python/test_st_differential.py (PIN_BACKEND=portable on a host
@@ -29,6 +29,7 @@ from pinmem._lib import lib
 import pinmem.safetensors.numpy as pnp
 
 import st_corpus
+import st_invalid
 
 st = pytest.importorskip("safetensors", reason="safetensors is not "
                          "installed (the venv of tests/python-venv has it)")
@@ -110,7 +111,7 @@ def test_valid_corpus_reads_alike(corpus_dir):
 def test_invalid_corpus_is_refused_by_all(corpus_dir):
     """>= 500 invalid files: the real library refuses each one (but the
     recorded lax/limit cases) and so does every pinmem reader."""
-    cases = st_corpus.invalid()
+    cases = st_invalid.invalid()
     assert len(cases) >= 500
     bad = []
     for case in cases:
@@ -123,8 +124,8 @@ def test_invalid_corpus_is_refused_by_all(corpus_dir):
 
 
 def test_corpus_is_deterministic():
-    a = st_corpus.invalid(60)
-    b = st_corpus.invalid(60)
+    a = st_invalid.invalid(60)
+    b = st_invalid.invalid(60)
     assert [c.blob for c in a] == [c.blob for c in b]
     assert [c.blob for c in st_corpus.valid(40)] == \
         [c.blob for c in st_corpus.valid(40)]
