@@ -27,7 +27,8 @@ struct pin_region;	/* pin.h */
  * header length N (<= 100,000,000), N bytes of UTF-8 JSON (an object that
  * starts with '{', padded with trailing spaces), then the data section.
  * Every tensor entry is {"dtype", "shape", "data_offsets": [begin, end]}
- * relative to the data section; "__metadata__" is a map of strings.
+ * relative to the data section; "__metadata__" is a map of strings (or
+ * null: none, as MLX writes it).
  *
  * The reader is strict: every rule it checks is named in the error text
  * together with the file and tensor. A struct pin_st (a checkpoint) is
@@ -41,6 +42,7 @@ enum pin_dtype {
 	PIN_DT_F8_E8M0, PIN_DT_I16, PIN_DT_U16, PIN_DT_F16, PIN_DT_BF16,
 	PIN_DT_I32, PIN_DT_U32, PIN_DT_F32, PIN_DT_F64, PIN_DT_I64, PIN_DT_U64,
 	PIN_DT_C64, PIN_DT_F4, PIN_DT_F6_E2M3, PIN_DT_F6_E3M2,
+	PIN_DT_F8_E4M3FNUZ, PIN_DT_F8_E5M2FNUZ,
 	PIN_DT_COUNT
 };
 

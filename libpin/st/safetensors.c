@@ -43,6 +43,8 @@ static const struct {
 	[PIN_DT_F4] = { "F4", 4 },
 	[PIN_DT_F6_E2M3] = { "F6_E2M3", 6 },
 	[PIN_DT_F6_E3M2] = { "F6_E3M2", 6 },
+	[PIN_DT_F8_E4M3FNUZ] = { "F8_E4M3FNUZ", 8 },
+	[PIN_DT_F8_E5M2FNUZ] = { "F8_E5M2FNUZ", 8 },
 };
 
 const char *pin_dtype_name(int dtype)

@@ -237,6 +237,9 @@ static int add_entries(struct pin_st *ck, const char *file,
 				return ret;
 			continue;
 		}
+		/* null: no metadata (MLX writes it; safetensors reads it so). */
+		if (v->type == PIN_J_NULL)
+			continue;
 		if (v->type != PIN_J_OBJ)
 			return pin__st_fail(ck, -EINVAL, "%s: __metadata__ is not an object",
 					    file);

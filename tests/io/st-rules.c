@@ -66,6 +66,22 @@ int main(void)
 		      pin_st_error(ck));
 		pin_st_free(ck);
 	}
+	/* So does MLX's null metadata (none), and safetensors 0.8's FNUZ. */
+	{
+		struct pin_st *ck = pin_st_new();
+		struct pin_st_tensor t;
+		const char *ok = "{\"__metadata__\":null,\"a\":{\"dtype\":\"F8_E5M2FNUZ\",\"shape\":[2],\"data_offsets\":[0,2]}}";
+
+		len = build(buf, strlen(ok), ok, 2);
+		CHECK(pin_st_parse_buffer(ck, buf, len, "ok") == 0, "%s",
+		      pin_st_error(ck));
+		CHECK_EQ(pin_st_metadata_count(ck), 0);
+		CHECK_EQ(pin_st_tensor(ck, 0, &t), 0);
+		CHECK_EQ(t.dtype, PIN_DT_F8_E5M2FNUZ);
+		CHECK(!strcmp(pin_dtype_name(PIN_DT_F8_E4M3FNUZ), "F8_E4M3FNUZ"),
+		      "%s", pin_dtype_name(PIN_DT_F8_E4M3FNUZ));
+		pin_st_free(ck);
+	}
 	expect("file under 8 bytes", buf, 5, "shorter than the 8-byte", NULL);
 	len = build(buf, 100000001ULL, "{}", 0);
 	expect("header over 100,000,000", buf, len, "over the limit", NULL);

@@ -24,17 +24,21 @@ import os
 import struct
 
 MAX_HEADER_SIZE = 100_000_000
+MAX_RANK = 4096         # libpin's limit (the format sets none)
 
 # safetensors' Dtype enum in declaration order (tensor.rs, "They MUST be in
-# increasing alignment order"; C64 between F32 and F64): the writer's
-# prepare() sorts by dtype descending, then by name.
+# increasing alignment order"; C64 between F32 and F64; the FNUZ float8s
+# since 0.8): the writer's prepare() sorts by dtype descending, then by
+# name.
 DTYPE_ORDER = ["BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2",
-               "F8_E4M3", "F8_E8M0", "I16", "U16", "F16", "BF16", "I32",
-               "U32", "F32", "C64", "F64", "I64", "U64"]
+               "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16",
+               "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64",
+               "U64"]
 BITS = {"BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8,
-        "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16,
-        "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "C64": 64,
-        "F64": 64, "I64": 64, "U64": 64}
+        "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8,
+        "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+        "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64,
+        "U64": 64}
 _RANK = {name: i for i, name in enumerate(DTYPE_ORDER)}
 
 # Framework dtype names safetensors' serializer accepts (numpy's
@@ -44,7 +48,8 @@ FROM_FRAMEWORK = {
     "uint16": "U16", "int32": "I32", "uint32": "U32", "int64": "I64",
     "uint64": "U64", "float16": "F16", "float32": "F32", "float64": "F64",
     "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
-    "float8_e8m0fnu": "F8_E8M0", "float4_e2m1fn_x2": "F4",
+    "float8_e8m0fnu": "F8_E8M0", "float8_e4m3fnuz": "F8_E4M3FNUZ",
+    "float8_e5m2fnuz": "F8_E5M2FNUZ", "float4_e2m1fn_x2": "F4",
     "complex64": "C64",
 }
 
@@ -158,14 +163,15 @@ def parse_header(head8, read, total):
     # safetensors' own InvalidHeaderStart text instead of loading.
     if not text.startswith("{"):
         raise _header_error("invalid start character in header, must be `{`")
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise _header_error("invalid JSON in header: %s" % e) from None
+    obj = _json_header(text)
     meta = None
     tensors = []
-    for name, e in obj.items():
+    for name, e in obj:
         if name == "__metadata__":
+            if e is None:       # no metadata (MLX writes null)
+                continue
+            if isinstance(e, _Pairs):
+                e = dict(e)
             if not isinstance(e, dict) or not all(
                     isinstance(v, str) for v in e.values()):
                 raise _header_error("invalid JSON in header: __metadata__ "
@@ -180,7 +186,7 @@ def parse_header(head8, read, total):
         if b != start or e < b:
             raise _header_error("invalid offset for tensor `%s`" % name)
         start = e
-        nbits = math.prod(shape) * BITS[dt]
+        nbits = _nbits(shape, dt)
         if nbits % 8:
             raise _header_error("The slice is slicing for subbytes dtypes, "
                                 "and the slice does not end up at a byte "
@@ -194,17 +200,92 @@ def parse_header(head8, read, total):
     return meta, out, 8 + n
 
 
+def _json_header(text):
+    """The header's JSON as [(key, value)] (objects inside as dicts), held
+    to what libpin's reader takes: after the value only spaces (the
+    format's padding), no key twice in an object (the format disallows
+    duplicates), no lone surrogate or NUL in a string, numbers as written
+    (-0 is no unsigned integer)."""
+    dec = json.JSONDecoder(object_pairs_hook=_pairs,
+                           parse_int=lambda t: -1 if t[0] == "-" else int(t))
+    try:
+        obj, end = dec.raw_decode(text)
+    except _Refused as e:
+        raise _header_error("invalid JSON in header: %s" % e) from None
+    except ValueError as e:
+        raise _header_error("invalid JSON in header: %s" % e) from None
+    if text[end:].strip(" "):
+        raise _header_error("invalid JSON in header: trailing characters "
+                            "(the header is padded with spaces only)")
+    if not isinstance(obj, _Pairs):
+        raise _header_error("invalid JSON in header: not an object")
+    return obj
+
+
+class _Refused(ValueError):
+    pass
+
+
+class _Pairs(list):
+    """The top-level object's pairs, in order (objects below are dicts)."""
+
+
+def _text_ok(s):
+    if "\0" in s:
+        raise _Refused("NUL (\\u0000) in string %r" % s)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Refused("lone surrogate in string %r" % s) from None
+
+
+def _pairs(pairs):
+    seen = set()
+    for k, v in pairs:
+        if k in seen:
+            raise _Refused("duplicate key `%s`" % k)
+        seen.add(k)
+        _text_ok(k)
+        if isinstance(v, str):
+            _text_ok(v)
+    return _Pairs(pairs)
+
+
+def _nbits(shape, dt):
+    """Bits of a tensor, the element count checked for u64 overflow in
+    the order safetensors (and libpin) multiply."""
+    n = 1
+    for d in shape:
+        n *= d
+        if n >= 1 << 64:
+            raise _header_error("overflow computing buffer size from shape "
+                                "and/or element type")
+    if n * BITS[dt] >= 1 << 64:
+        raise _header_error("overflow computing buffer size from shape "
+                            "and/or element type")
+    return n * BITS[dt]
+
+
+def _u64(x):
+    return isinstance(x, int) and not isinstance(x, bool) and \
+        0 <= x < 1 << 64
+
+
 def _entry(name, e):
+    if isinstance(e, _Pairs):
+        e = dict(e)
     ok = isinstance(e, dict) and set(e) == {"dtype", "shape", "data_offsets"}
     if ok:
         dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        ok = isinstance(shape, list) and isinstance(offs, list) and \
-            len(offs) == 2 and all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0
-                for x in shape + offs)
+        ok = isinstance(dt, str) and isinstance(shape, list) and \
+            isinstance(offs, list) and len(offs) == 2 and \
+            all(_u64(x) for x in shape + offs)
     if not ok:
         raise _header_error("invalid JSON in header: tensor `%s` is not "
                             "{dtype, shape, data_offsets}" % name)
+    if len(shape) > MAX_RANK:
+        raise _header_error("tensor `%s` has %d dimensions (pinmem takes "
+                            "at most %d)" % (name, len(shape), MAX_RANK))
     if dt not in BITS:
         raise _header_error("invalid JSON in header: unknown variant `%s`, "
                             "expected one of %s" %

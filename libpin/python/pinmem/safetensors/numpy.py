@@ -26,7 +26,8 @@ def _entries(tensor_dict):
         dt = _format.file_dtype(a.dtype.name)
         if a.dtype.byteorder == ">":
             a = a.byteswap().view(a.dtype.newbyteorder("<"))
-        a = np.ascontiguousarray(a)
+        # (ascontiguousarray alone makes a 0-d array 1-d: shape [1].)
+        a = np.ascontiguousarray(a).reshape(a.shape)
         out.append((name, dt, a.shape, a.reshape(-1).view(np.uint8)))
     return out
 
