@@ -101,7 +101,7 @@ demo: deps
 # Every layout x backend x geometry of the load matrix, per kernel (the
 # guest gets room for a 600 MiB file and its region); then the races of
 # the owner's zap against a view's first mapping, 25 times make check's
-# rounds.
+# rounds; then power cuts at every write of a checkpoint save.
 stress: deps
 	$(MAKE) all
 	set -e; for k in $(KERNELS); do \
@@ -110,6 +110,9 @@ stress: deps
 		--full /run/pinmem/scratch; \
 		PINMEM_KERNEL=$$k PINMEM_ZAP_ROUNDS=1000 \
 		tests/vm/run tests/guest.d/10-kselftest refs; \
+		PINMEM_KERNEL=$$k PINMEM_POWERCUT_ARGS=--all PINMEM_POWERCUT_KERNELS=$$k \
+		PINMEM_POWERCUT_TIMEOUT=14400 PINMEM_VM_TIMEOUT=21600 \
+		tests/vm/run tests/guest.d/47-powercut; \
 	done
 
 # How often a guest kernel fails to boot in the rig (tests/vm/boot-loop).

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Power cuts during a checkpoint save, on ext4 and xfs (run as root, in a
+guest: it loads dm-log-writes and dm-snapshot and uses loop devices).
+
+For each file system and each saver: make the file system on a
+dm-log-writes device, save an old checkpoint, sync, mark; save a new one
+over it, mark. Then replay the log onto a zeroed device up to each cut
+point -- after a whole logged write, or with only the first half of its
+4 KiB blocks on disk (a torn write) -- and mount that state through a throwaway
+snapshot, as the machine would find it after the cut. At every cut point
+the checkpoint must be byte for byte the old or the new one (the new one
+once the save has returned), anything else in the folder must be a save's
+hidden temporary file, and a save made then must succeed.
+
+  powercut.py [--fs ext4,xfs] [--saver c,python] [--points N | --all] WORK
+
+Savers: c (pinload --save-to: libpin's pin_st_save), python
+(pinmem.safetensors.numpy.save_file), inplace (a save that overwrites the
+file where it lies: what the test exists to catch). --points N: N cut
+points per file system, shared among the savers, each saver's spread
+evenly over its save (default 50); --all: every one. Prints TAP.
+"""
+import argparse
+import fnmatch
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dmlog  # noqa: E402
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NAME = "model.safetensors"
+TEMP_PATTERN = "." + NAME + ".tmp-*"
+DEV_MB = 320			# xfs wants at least 300 MiB
+LW, SNAP = "pinmem-pc-log", "pinmem-pc-snap"
+
+PY_ENV = dict(os.environ, DM_DISABLE_UDEV="1", PYTHONPATH=os.path.join(TOP, "libpin", "python"),
+              PYTHONDONTWRITEBYTECODE="1")
+
+SAVERS = {
+    "c": lambda src, dst: [os.path.join(TOP, "build", "bin", "pinload"),
+                           "--no-progress", src, "--save-to", dst],
+    "python": lambda src, dst: [
+        "/usr/bin/python3", "-c",
+        "import sys\n"
+        "from pinmem.safetensors.numpy import load_file, save_file\n"
+        "save_file(load_file(sys.argv[1]), sys.argv[2])", src, dst],
+    # Over the file where it lies, a MiB at a time, each made durable
+    # (as a writer that bounds its dirty memory does).
+    "inplace": lambda src, dst: [
+        "/usr/bin/python3", "-c",
+        "import os, sys\n"
+        "data = open(sys.argv[1], 'rb').read()\n"
+        "fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+        "with os.fdopen(fd, 'wb') as f:\n"
+        "    for at in range(0, len(data), 1 << 20):\n"
+        "        f.write(data[at:at + (1 << 20)]); f.flush()\n"
+        "        os.fsync(f.fileno())\n"
+        "    f.truncate()", src, dst],
+}
+
+
+# The guest has no udev: device-mapper makes its /dev/mapper nodes itself.
+os.environ["DM_DISABLE_UDEV"] = "1"
+
+
+def run(*argv, **kw):
+    out = subprocess.run(argv, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, **kw)
+    if out.returncode:
+        raise RuntimeError("%s: exit %d: %s" % (
+            " ".join(argv[:2]), out.returncode,
+            out.stdout.decode(errors="replace").strip()))
+    return out.stdout
+
+
+def checkpoint(path, seed, mib):
+    """Write a safetensors file of mib MiB of U8 tensors, seeded bytes."""
+    tensors, blobs, off = {}, [], 0
+    for i in range(mib * 4):
+        blob = hashlib.sha256(b"%d/%d" % (seed, i)).digest() * 8192
+        tensors["t%03d" % i] = {"dtype": "U8", "shape": [len(blob)],
+                                "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    head = repr(tensors).replace("'", '"').encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class Loop:
+    """A loop device over a sparse file of size_mb MiB."""
+
+    def __init__(self, path, size_mb):
+        with open(path, "wb") as f:
+            f.truncate(size_mb << 20)
+        self.path = path
+        self.dev = run("losetup", "--find", "--show", path).decode().strip()
+
+    def close(self):
+        run("losetup", "-d", self.dev)
+
+
+def sectors(dev):
+    return int(run("blockdev", "--getsz", dev))
+
+
+def mkfs(fs, dev):
+    if fs == "ext4":
+        run("mkfs.ext4", "-q", "-F", "-E",
+            "nodiscard,lazy_itable_init=0,lazy_journal_init=0", dev)
+    else:
+        run("mkfs.xfs", "-q", "-f", "-K", dev)
+
+
+def record(fs, saver, work, old, new):
+    """Log a save of new over old; returns the log's path."""
+    data = Loop(os.path.join(work, "data.img"), DEV_MB)
+    log = Loop(os.path.join(work, "log.img"), 1024)
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    try:
+        run("dmsetup", "create", LW, "--table", "0 %d log-writes %s %s" %
+            (sectors(data.dev), data.dev, log.dev))
+        mkfs(fs, "/dev/mapper/" + LW)
+        run("mount", "/dev/mapper/" + LW, mnt)
+        run(*SAVERS["c"](old, os.path.join(mnt, NAME)))
+        run("sync")
+        run("dmsetup", "message", LW, "0", "mark", "base")
+        run(*SAVERS[saver](new, os.path.join(mnt, NAME)), env=PY_ENV)
+        run("dmsetup", "message", LW, "0", "mark", "saved")
+        run("umount", mnt)
+        run("dmsetup", "remove", LW)
+    finally:
+        subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+        subprocess.run(["dmsetup", "remove", LW], stderr=subprocess.DEVNULL)
+        data.close()
+        log.close()
+        os.unlink(data.path)
+    return log.path
+
+
+BLOCK = 4096		# what a power cut cannot tear: a page, a 4Kn sector
+
+
+INSIDE = 24		# cuts inside one write, at most
+
+
+def cut_points(log, base, saved):
+    """(entries applied whole, sectors of the next one) for every cut in
+    the save: after each write, and inside each write of two blocks or
+    more, with its first whole blocks on disk (up to INSIDE places)."""
+    per_block = BLOCK // log.sectorsize
+    points = []
+    for e in log.entries[base + 1:saved + 1]:
+        blocks = e.nr_sectors // per_block if e.writes() else 0
+        inside = min(blocks - 1, INSIDE)
+        for k in range(1, inside + 1):
+            points.append((e.index, blocks * k // (inside + 1) * per_block))
+        points.append((e.index + 1, 0))
+    return points
+
+
+def spread(points, n):
+    if n <= 0 or n >= len(points):
+        return points
+    step = (len(points) - 1) / (n - 1)
+    return [points[round(i * step)] for i in range(n)]
+
+
+class Replayer:
+    """A device that the log is replayed onto, forwards only."""
+
+    def __init__(self, log, work):
+        self.log = log
+        self.img = Loop(os.path.join(work, "replay.img"), DEV_MB)
+        self.cow = Loop(os.path.join(work, "cow.img"), 256)
+        self.fd = os.open(self.img.path, os.O_RDWR)
+        self.done = 0
+
+    def to(self, whole, partial):
+        for e in self.log.entries[self.done:whole]:
+            self.log.apply(e, self.fd)
+        self.done = whole
+        if partial:
+            self.log.apply(self.log.entries[whole], self.fd, partial)
+            self.done = whole	# the rest of it comes with the next cut
+        os.fsync(self.fd)
+
+    def snapshot(self):
+        run("dmsetup", "create", SNAP, "--table",
+            "0 %d snapshot %s %s N 8" % (sectors(self.img.dev),
+                                          self.img.dev, self.cow.dev))
+        return "/dev/mapper/" + SNAP
+
+    def close(self):
+        os.close(self.fd)
+        self.img.close()
+        self.cow.close()
+        os.unlink(self.img.path)
+        os.unlink(self.cow.path)
+
+
+def check_cut(rep, point, saver, work, hashes, must_be_new, resave):
+    """Mount the state at point; return the problem in words, or None."""
+    rep.to(*point)
+    mnt = os.path.join(work, "cut")
+    os.makedirs(mnt, exist_ok=True)
+    dev = rep.snapshot()
+    try:
+        out = subprocess.run(["mount", dev, mnt], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        if out.returncode:
+            return "mount failed: " + out.stdout.decode().strip()
+        try:
+            return inspect(mnt, saver, hashes, must_be_new, resave)
+        finally:
+            run("umount", mnt)
+    finally:
+        run("dmsetup", "remove", SNAP)
+
+
+def inspect(mnt, saver, hashes, must_be_new, resave):
+    old, new = hashes
+    names = set(os.listdir(mnt)) - {"lost+found"}
+    if NAME not in names:
+        return "the checkpoint is gone"
+    got = digest(os.path.join(mnt, NAME))
+    if got not in (old, new):
+        return "the checkpoint is torn (%d bytes, neither old nor new)" % (
+            os.path.getsize(os.path.join(mnt, NAME)))
+    if must_be_new and got != new:
+        return "the save returned but the old checkpoint is back"
+    stray = [n for n in names - {NAME}
+             if not fnmatch.fnmatch(n, TEMP_PATTERN)]
+    if stray:
+        return "unexpected files: %s" % ", ".join(sorted(stray))
+    if resave:
+        target = os.path.join(mnt, NAME)
+        out = subprocess.run(SAVERS[saver](resave, target), env=PY_ENV,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if out.returncode or digest(target) != new:
+            return "the next save failed: " + out.stdout.decode().strip()
+    return None
+
+
+def reference(saver, src, work):
+    """What saver writes for src (libpin pads the header, say): its digest."""
+    out = os.path.join(work, "reference.st")
+    run(*SAVERS[saver](src, out), env=PY_ENV)
+    h = digest(out)
+    os.unlink(out)
+    return h
+
+
+def one(fs, saver, work, old, new, npoints):
+    t0 = time.monotonic()
+    hashes = (reference("c", old, work), reference(saver, new, work))
+    log = dmlog.Log(record(fs, saver, work, old, new))
+    try:
+        base, saved = log.mark("base"), log.mark("saved")
+        points = cut_points(log, base, saved)
+        chosen = spread(points, npoints)
+        rep = Replayer(log, work)
+        try:
+            rep.to(base, 0)
+            for i, point in enumerate(chosen):
+                last = point == points[-1]
+                why = check_cut(rep, point, saver, work, hashes, last,
+                                new if i % 10 == 0 or last else None)
+                if why:
+                    return False, "cut %d of %d (entry %d%s): %s" % (
+                        i + 1, len(chosen), point[0],
+                        ", half of the next" if point[1] else "", why)
+        finally:
+            rep.close()
+    finally:
+        log.close()
+        os.unlink(os.path.join(work, "log.img"))
+    return True, "%d of %d cut points, %d logged writes in the save, " \
+        "%.0f s" % (len(chosen), len(points),
+                    sum(e.writes() for e in log.entries[base:saved]),
+                    time.monotonic() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fs", default="ext4,xfs")
+    ap.add_argument("--saver", default="c,python")
+    ap.add_argument("--points", type=int, default=50)
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--mib", type=int, default=3,
+                    help="size of the old checkpoint (default 3 MiB; "
+                    "the new one is a MiB larger)")
+    ap.add_argument("work")
+    a = ap.parse_args()
+    if a.points < 2:
+        ap.error("--points: at least 2")
+    fss, savers = a.fs.split(","), a.saver.split(",")
+    for s in savers:
+        if s not in SAVERS:
+            ap.error("--saver: unknown saver %r" % s)
+    run("modprobe", "-a", "dm-log-writes", "dm-snapshot", "loop")
+    os.makedirs(a.work, exist_ok=True)
+    old, new = os.path.join(a.work, "old.st"), os.path.join(a.work, "new.st")
+    checkpoint(old, 1, a.mib)
+    checkpoint(new, 2, a.mib + 1)
+    print("1..%d" % (len(fss) * len(savers)), flush=True)
+    n, failed = 0, 0
+    for fs in fss:
+        for saver in savers:
+            n += 1
+            ok, what = one(fs, saver, a.work, old, new,
+                           0 if a.all else -(-a.points // len(savers)))
+            failed += not ok
+            print("%s %d - power cut during a save (%s, %s): %s" % (
+                "ok" if ok else "not ok", n, fs, saver, what), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
