@@ -74,13 +74,13 @@ struct pin_dev;
  * (unknown backend, or a bad PIN_BACKEND).
  * On failure *devp is NULL and nothing is left open.
  */
-int pin_open(struct pin_dev **devp, int backend);
+int pin_dev_open(struct pin_dev **devp, int backend, NULL);
 /*
- * pin_open, and on failure why in words with the command that fixes it
+ * pin_dev_open, and on failure why in words with the command that fixes it
  * (group membership, module version, "sudo modprobe pinmem") in why[len]
  * (cut to fit; may be NULL). Tools print it as it is.
  */
-int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len);
+int pin_dev_open(struct pin_dev **devp, int backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = char *why, .why_len = size_t len });
 /*
  * Which backend the handle uses and why, in words: "device /dev/pinmem:
  * pinmem.ko 0.2.0, ABI 1; ...", or "portable (memfd), no kernel
@@ -88,7 +88,7 @@ int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len);
  * (load it: sudo modprobe pinmem)". Valid while the handle is open.
  */
 const char *pin_dev_backend_why(const struct pin_dev *dev);
-void pin_close(struct pin_dev *dev);
+void pin_dev_close(struct pin_dev *dev);
 int pin_dev_backend(const struct pin_dev *dev);	/* PIN_BACKEND_DEVICE/_PORTABLE */
 const char *pin_backend_name(int backend);		/* "device", "portable" */
 const char *pin_dev_error(const struct pin_dev *dev);
@@ -112,7 +112,7 @@ int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *info);
 
 struct pin_region;
 
-#define PIN_ALLOC_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
+#define PIN_REGION_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
 
 #define PIN_STATE_OPEN		1
 #define PIN_STATE_SEALED	2
@@ -141,18 +141,18 @@ struct pin_region_info {
  * Allocate a zeroed, pinned region of at least size bytes (rounded up to a
  * page). Errors: -EINVAL (size 0 or over the per-region limit, flags),
  * -ENOSPC (device-wide limit), -ENOMEM (RLIMIT_MEMLOCK, cgroup, no huge
- * pages without PIN_ALLOC_FALLBACK), -EINTR.
+ * pages without PIN_REGION_FALLBACK), -EINTR.
  */
-int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+int pin_region_create(struct pin_dev *dev, uint64_t size, unsigned flags,
 	      struct pin_region **rp);
 
 /* With a node: prefer it, but let other nodes serve what it cannot. */
-#define PIN_ALLOC_ANY_NODE	(1U << 1)
+#define PIN_REGION_ANY_NODE	(1U << 1)
 
 /*
- * pin_alloc on NUMA node `node` (>= 0): every chunk from that node, else
+ * pin_region_create on NUMA node `node` (>= 0): every chunk from that node, else
  * -ENOMEM (a node without memory, or too little free on it), unless
- * PIN_ALLOC_ANY_NODE. node -1 is pin_alloc: the caller's mempolicy.
+ * PIN_REGION_ANY_NODE. node -1 is pin_region_create: the caller's mempolicy.
  * -EINVAL: no such node online, or ANY_NODE with node -1. -EOPNOTSUPP:
  * a module older than ABI 3. On the portable backend the allocating
  * thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED with
@@ -196,7 +196,7 @@ int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp);
  * mappings made from it stay valid (the kernel keeps the pages). -EBUSY,
  * and nothing is freed, while its owner mapping is registered with CUDA.
  */
-int pin_region_free(struct pin_region *r);
+int pin_region_close(struct pin_region *r);
 
 int pin_region_fd(const struct pin_region *r);		/* owned by the handle */
 uint64_t pin_region_size(const struct pin_region *r);
@@ -216,11 +216,11 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
 /*
  * State changes (see DESIGN.md). On -EBUSY the region's error text names
  * the holders: pid, command, address range and protection.
- *  pin_seal:    -EBUSY while a writable view mapping exists, or references
+ *  pin_region_seal:    -EBUSY while a writable view mapping exists, or references
  *               taken through one remain (O_DIRECT still writing); -EPERM
  *               if donated.
- *  pin_donate:  -EBUSY while a view mapping exists, or while references
- *               taken through views remain (see pin_refs; after a grace
+ *  pin_region_donate:  -EBUSY while a view mapping exists, or while references
+ *               taken through views remain (see pin_region_refs; after a grace
  *               of about 63 ms for transient ones) (timeout_ms 0: no
  *               wait); with timeout_ms > 0 waits for both, then
  *               -ETIMEDOUT, never before timeout_ms have passed
@@ -228,14 +228,14 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
  *               (io_uring completions do not interrupt it); timeout_ms
  *               < 0 waits without limit.
  *               The error text names the views, or the referenced bytes.
- *  pin_publish: donated -> sealed, else -EPERM.
- *  pin_reopen:  donated -> open, else -EPERM.
+ *  pin_region_publish: donated -> sealed, else -EPERM.
+ *  pin_region_reopen:  donated -> open, else -EPERM.
  * On the portable backend donate/publish/reopen return -EOPNOTSUPP.
  */
-int pin_seal(struct pin_region *r);
-int pin_donate(struct pin_region *r, int timeout_ms);
-int pin_publish(struct pin_region *r);
-int pin_reopen(struct pin_region *r);
+int pin_region_seal(struct pin_region *r);
+int pin_region_donate(struct pin_region *r, int timeout_ms);
+int pin_region_publish(struct pin_region *r);
+int pin_region_reopen(struct pin_region *r);
 
 #define PIN_HOLDER_OWNER	1
 #define PIN_HOLDER_VIEW		2
@@ -258,7 +258,7 @@ struct pin_holder {
  * The kernel withholds (start 0) the address of a mapping in a process of
  * another user unless the caller has CAP_SYS_PTRACE.
  */
-int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
+int pin_region_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
 
 /*
  * Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- at +0x0".
@@ -270,12 +270,12 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
  * Device-wide queries by region id (pinctl): the regions the caller may see
  * (its own uid, or all with CAP_SYS_ADMIN), ordered by id, and the mappings
  * of one of them. Both fill up to cap records and return the number that
- * exist (which may exceed cap). pin_dev_holders: -ENOENT for an id that is
+ * exist (which may exceed cap). pin_dev_region_holders: -ENOENT for an id that is
  * unknown or not the caller's. -EOPNOTSUPP on portable.
  */
-int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
+int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
 		 size_t cap);
-int pin_dev_holders(struct pin_dev *dev, uint64_t id,
+int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,
 		    struct pin_holder *holders, size_t cap);
 
 /* ---- Page references ---------------------------------------------------- */
@@ -321,13 +321,13 @@ struct pin_ref_range {
 };
 
 /*
- * The referenced runs of a region (pin_refs) or of a region by id
- * (pin_dev_refs, visible as for pin_dev_holders). Fills up to cap runs,
+ * The referenced runs of a region (pin_region_refs) or of a region by id
+ * (pin_dev_region_refs, visible as for pin_dev_region_holders). Fills up to cap runs,
  * returns how many exist; -EOPNOTSUPP on the portable backend or a
  * module before ABI 2.
  */
-int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap);
-int pin_dev_refs(struct pin_dev *dev, uint64_t id,
+int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap);
+int pin_dev_region_refs(struct pin_dev *dev, uint64_t id,
 		 struct pin_ref_range *ranges, size_t cap);
 
 /*
@@ -375,13 +375,13 @@ int pin_view_unmap(struct pin_view *v, void *addr);
 /* ---- Passing fds between processes (SCM_RIGHTS over a Unix socket) ----- */
 
 /* Sends one fd with a one-byte message; restarts on EINTR. */
-int pin_send_fd(int sock, int fd);
+int pin_fd_send(int sock, int fd);
 /*
  * Receives one fd (O_CLOEXEC) into *fdp. -ECONNRESET on end of stream;
  * -EPROTO (and nothing kept open) for a message that carried no fd, more
  * than one, or had its control data truncated. Restarts on EINTR.
  */
-int pin_recv_fd(int sock, int *fdp);
+int pin_fd_recv(int sock, int *fdp);
 
 #ifdef __cplusplus
 }

@@ -28,7 +28,7 @@ struct pin_view;	/* pin.h */
  * caller's current context is untouched. Registrations are PORTABLE (pinned
  * for every context of the process) and split into chunks of at most
  * PIN_CUDA_CHUNK_MAX bytes, one cuMemHostRegister each; unregistering
- * passes the same bases. While registered, pin_region_free,
+ * passes the same bases. While registered, pin_region_close,
  * pin_region_unmap and pin_view_unmap of that mapping return -EBUSY.
  * Unregister a view's mappings before pin_view_close of that view.
  */

@@ -29,7 +29,7 @@ struct pin_region;	/* pin.h */
  * read into the destination starting at its first byte, so the wanted
  * bytes land (file_off % PIN_IO_ALIGN) bytes in. The layout is the same on
  * the O_DIRECT and the buffered path. The destination must have room for
- * the whole superset (pin_io_span) and, for O_DIRECT, start on a
+ * the whole superset (pin_file_span) and, for O_DIRECT, start on a
  * PIN_IO_ALIGN boundary (a region offset that is a page multiple does);
  * otherwise the call falls back to buffered reads and says so. Bytes of
  * the superset beyond end of file are left as they were.
@@ -94,27 +94,27 @@ struct pin_io_stats {
 };
 
 /* Bytes of destination a read of [file_off, file_off + len) needs. */
-uint64_t pin_io_span(uint64_t file_off, uint64_t len);
+uint64_t pin_file_span(uint64_t file_off, uint64_t len);
 
 /*
  * Read the aligned superset of [file_off, file_off + len) of path into
- * buf (buf_len bytes, >= pin_io_span). Returns the offset into buf of
+ * buf (buf_len bytes, >= pin_file_span). Returns the offset into buf of
  * file_off (>= 0), or a negative errno: -EINVAL (arguments, buf_len too
  * small), -EIO (end of file before file_off + len: the file is shorter),
  * -ESTALE (the file changed size during the read), or the open/read
  * error. stats may be NULL.
  */
-int pin_io_read(void *buf, uint64_t buf_len, const char *path,
+int pin_file_read(void *buf, uint64_t buf_len, const char *path,
 		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
 		struct pin_io_stats *stats);
 
 /*
  * The same into a region at region_off (a multiple of PIN_IO_ALIGN), through
  * its owner mapping (made if needed). The region must be open for writing by
- * its owner (not sealed on the portable backend). Errors as pin_io_read,
+ * its owner (not sealed on the portable backend). Errors as pin_file_read,
  * also described by pin_region_error().
  */
-int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
+int pin_region_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 		  uint64_t file_off, uint64_t len,
 		  const struct pin_io_opts *opts, struct pin_io_stats *stats);
 
@@ -125,12 +125,12 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
  * PIN_IO_ALIGN-aligned, else from aligned bounce buffers; buffered where
  * O_DIRECT is refused; fsync before returning. buf may have any alignment. Returns 0 or a negative errno (-EINVAL, open/write errors).
  */
-int pin_io_write(const void *buf, uint64_t len, const char *path,
+int pin_file_write(const void *buf, uint64_t len, const char *path,
 		 uint64_t file_off, const struct pin_io_opts *opts,
 		 struct pin_io_stats *stats);
 
 /* The same from a region's bytes [region_off, region_off + len). */
-int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
+int pin_region_write_file(struct pin_region *r, uint64_t region_off, const char *path,
 		   uint64_t file_off, uint64_t len,
 		   const struct pin_io_opts *opts, struct pin_io_stats *stats);
 

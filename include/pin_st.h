@@ -53,7 +53,7 @@ struct pin_st;		/* a checkpoint: tensors, regions, stats, last error */
 
 /*
  * One tensor. Pointers are owned by the checkpoint and valid until
- * pin_st_free. For a loaded checkpoint, region/region_offset/data say
+ * pin_st_close. For a loaded checkpoint, region/region_offset/data say
  * where the bytes are (data = owner mapping + region_offset); for a
  * parsed-only one, region and data are NULL and file_offset says where
  * the bytes are in the file. For pin_st_save, set name, dtype, ndim,
@@ -75,9 +75,9 @@ struct pin_st_tensor {
 #define PIN_ST_MAX_HEADER	100000000ULL
 
 /* A new, empty checkpoint; NULL on ENOMEM. */
-struct pin_st *pin_st_new(void);
+struct pin_st *pin_st_create(void);
 /* Free tensors and every region the checkpoint loaded. NULL is a no-op. */
-void pin_st_free(struct pin_st *ck);
+void pin_st_close(struct pin_st *ck);
 const char *pin_st_error(const struct pin_st *ck);
 
 /*
@@ -113,7 +113,7 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 /*
  * pin_st_load with every region on NUMA node `node`, as pin_alloc_on_node
  * places one (flags: 0, every chunk from the node, else -ENOMEM; or
- * PIN_ALLOC_ANY_NODE, the node preferred), on either backend: beside the
+ * PIN_REGION_ANY_NODE, the node preferred), on either backend: beside the
  * GPU the checkpoint is for (pin_cuda_numa_node). node -1 with flags 0 is
  * pin_st_load. -EINVAL: other flags, node < -1, no such node online.
  */
@@ -124,12 +124,12 @@ int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
 /*
  * Load one .safetensors file into r, a region the caller owns (and keeps
  * owning), at region_off (a multiple of PIN_IO_ALIGN): its header is read
- * and checked, and the data section's aligned superset (pin_io_span) is
+ * and checked, and the data section's aligned superset (pin_file_span) is
  * read with the same engine as pin_st_load (io_uring, O_DIRECT where
  * allowed) into [region_off, region_off + span) through r's owner
  * mapping. The wanted bytes start (data start % PIN_IO_ALIGN) bytes in;
  * the tensors' region, region_offset and data say where. r must be open
- * or donated (its owner writes; e.g. DONATED then pin_reopen) and is left
+ * or donated (its owner writes; e.g. DONATED then pin_region_reopen) and is left
  * in its state: seal it when the caller is done. pin_st_region() of the
  * checkpoint is NULL (it does not own r); r must outlive the checkpoint's
  * use of its tensors. Errors: -EINVAL (offset, an index file, format
@@ -141,7 +141,7 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		     const struct pin_io_opts *opts);
 /*
  * Hand the region file i was loaded into (by pin_st_load) over to the
- * caller, who frees it with pin_region_free; the checkpoint's tensors go
+ * caller, who frees it with pin_region_close; the checkpoint's tensors go
  * on pointing into it. NULL if there is none or it was taken already.
  */
 struct pin_region *pin_st_take_region(struct pin_st *ck, size_t i);

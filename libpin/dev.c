@@ -138,7 +138,7 @@ static int open_device(struct pin_dev *dev)
 	return 0;
 }
 
-int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
+int pin_dev_open(struct pin_dev **devp, int backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = char *why, .why_len = size_t len })
 {
 	struct pin_dev *dev;
 	int ret, want;
@@ -196,9 +196,9 @@ int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
 	return 0;
 }
 
-int pin_open(struct pin_dev **devp, int backend)
+int pin_dev_open(struct pin_dev **devp, int backend, NULL)
 {
-	return pin_open_why(devp, backend, NULL, 0);
+	return pin_dev_open(devp, backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = NULL, .why_len = 0 });
 }
 
 const char *pin_dev_backend_why(const struct pin_dev *dev)
@@ -206,7 +206,7 @@ const char *pin_dev_backend_why(const struct pin_dev *dev)
 	return dev ? dev->why : "no device handle";
 }
 
-void pin_close(struct pin_dev *dev)
+void pin_dev_close(struct pin_dev *dev)
 {
 	if (!dev)
 		return;
@@ -275,7 +275,7 @@ static int portable_no_registry(struct pin_dev *dev, const char *what)
 			 what);
 }
 
-int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
+int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
 		 size_t cap)
 {
 	struct pinmem_region_info *u = NULL;
@@ -311,7 +311,7 @@ int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
 	return (int)l.count;
 }
 
-int pin_dev_holders(struct pin_dev *dev, uint64_t id,
+int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,
 		    struct pin_holder *holders, size_t cap)
 {
 	int ret;

@@ -58,7 +58,7 @@ int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
 	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
 }
 
-int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap)
+int pin_region_holders(struct pin_region *r, struct pin_holder *holders, size_t cap)
 {
 	int ret;
 

@@ -106,7 +106,7 @@ struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
 /*
- * pin_alloc for pin__fill_from_file: a portable small-page region comes
+ * pin_region_create for pin__fill_from_file: a portable small-page region comes
  * without its pages (the fill allocates and locks them in one pass).
  */
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
@@ -117,7 +117,7 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r, int lazy);
 
 /* numa_place.c */
-/* Check node and flags (PIN_ALLOC_ANY_NODE) for size bytes; fill place. */
+/* Check node and flags (PIN_REGION_ANY_NODE) for size bytes; fill place. */
 int pin__place_portable(char *err, int node, unsigned flags, uint64_t size,
 			struct pin__place *place);
 /* Bind the calling thread to place until pin__place_leave; -errno. */

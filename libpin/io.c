@@ -12,8 +12,8 @@
  * reason recorded, where the kernel refuses them (6.1 refuses file-backed
  * non-shmem mappings such as pinmem's with EOPNOTSUPP).
  *
- * This file: the public entry points (pin_io_read/pin_io_write between
- * files and memory, pin_read_file/pin_write_file between files and
+ * This file: the public entry points (pin_file_read/pin_file_write between
+ * files and memory, pin_region_read_file/pin_region_write_file between files and
  * regions) and what every part shares: options, error text, the clock.
  * The parts: io_open.c opens files (O_DIRECT or why not), io_engine.c
  * runs the requests through io_uring, io_fixed.c registers the buffers
@@ -54,7 +54,7 @@ int pin__io_fail(char *buf, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
-uint64_t pin_io_span(uint64_t file_off, uint64_t len)
+uint64_t pin_file_span(uint64_t file_off, uint64_t len)
 {
 	if (len > UINT64_MAX - file_off - PIN_IO_ALIGN)
 		return 0;
@@ -96,11 +96,11 @@ static void stats_begin(struct pin_io_stats *st)
 	st->direct = 1;
 }
 
-int pin_io_read(void *buf, uint64_t buf_len, const char *path,
+int pin_file_read(void *buf, uint64_t buf_len, const char *path,
 		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
 		struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
+	struct pin_io_stats local = PIN_INIT(struct pin_io_stats);
 	struct pin_io_stats *st = stats ? stats : &local;
 	uint64_t t0 = pin__now_ns(), span, aoff;
 	struct pin_io_opts o;
@@ -110,8 +110,8 @@ int pin_io_read(void *buf, uint64_t buf_len, const char *path,
 	stats_begin(st);
 	if (!buf || !path)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
-				    "pin_io_read: NULL buffer or path");
-	span = pin_io_span(file_off, len);
+				    "pin_file_read: NULL buffer or path");
+	span = pin_file_span(file_off, len);
 	if (!span && len)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
 				    "%s: range %llu+%llu overflows", path,
@@ -137,11 +137,11 @@ int pin_io_read(void *buf, uint64_t buf_len, const char *path,
 	return ret < 0 ? ret : (int)(file_off - aoff);
 }
 
-int pin_io_write(const void *buf, uint64_t len, const char *path,
+int pin_file_write(const void *buf, uint64_t len, const char *path,
 		 uint64_t file_off, const struct pin_io_opts *opts,
 		 struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
+	struct pin_io_stats local = PIN_INIT(struct pin_io_stats);
 	struct pin_io_stats *st = stats ? stats : &local;
 	struct pin__seg seg = { .p = buf, .len = len };
 	uint64_t t0 = pin__now_ns();
@@ -152,7 +152,7 @@ int pin_io_write(const void *buf, uint64_t len, const char *path,
 	stats_begin(st);
 	if ((!buf && len) || !path)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
-				    "pin_io_write: NULL buffer or path");
+				    "pin_file_write: NULL buffer or path");
 	if (len > UINT64_MAX - file_off)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
 				    "%s: range overflows", path);
@@ -192,13 +192,13 @@ static int region_range(struct pin_region *r, uint64_t off, uint64_t len,
 	return 0;
 }
 
-int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
+int pin_region_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 		  uint64_t file_off, uint64_t len,
 		  const struct pin_io_opts *opts, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
+	struct pin_io_stats local = PIN_INIT(struct pin_io_stats);
 	struct pin_io_stats *st = stats ? stats : &local;
-	uint64_t span = pin_io_span(file_off, len);
+	uint64_t span = pin_file_span(file_off, len);
 	struct pin__refs_hold hold;
 	char *addr;
 	int ret;
@@ -209,7 +209,7 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 		return ret;
 	/* The read's fixed buffers are the owner's: declared (refs.c). */
 	pin__refs_hold(&hold, r, addr, span, PIN_EXPECT_PER_CHUNK);
-	ret = pin_io_read(addr, r->size - region_off, path, file_off, len,
+	ret = pin_file_read(addr, r->size - region_off, path, file_off, len,
 			  opts, st);
 	pin__refs_release(&hold);
 	if (ret < 0)
@@ -217,11 +217,11 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 	return ret;
 }
 
-int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
+int pin_region_write_file(struct pin_region *r, uint64_t region_off, const char *path,
 		   uint64_t file_off, uint64_t len,
 		   const struct pin_io_opts *opts, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
+	struct pin_io_stats local = PIN_INIT(struct pin_io_stats);
 	struct pin_io_stats *st = stats ? stats : &local;
 	char *addr;
 	int ret;
@@ -238,7 +238,7 @@ int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
 	if (ret < 0)
 		return ret;
 	addr += region_off % PIN_IO_ALIGN;
-	ret = pin_io_write(addr, len, path, file_off, opts, st);
+	ret = pin_file_write(addr, len, path, file_off, opts, st);
 	if (ret < 0)
 		pin__fail(r->err, 0, "%s", st->error);
 	return ret;

@@ -127,7 +127,7 @@ static int refs_ioctl(int fd, uint64_t id, struct pin_ref_range *out,
 	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
 }
 
-int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap)
+int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap)
 {
 	int ret;
 
@@ -144,7 +144,7 @@ int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap)
 	return ret;
 }
 
-int pin_dev_refs(struct pin_dev *dev, uint64_t id,
+int pin_dev_region_refs(struct pin_dev *dev, uint64_t id,
 		 struct pin_ref_range *ranges, size_t cap)
 {
 	int ret;

@@ -39,7 +39,7 @@ static void region_destroy(struct pin_region *r)
 /* Node arguments the backend cannot honour, before anything is made. */
 static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 {
-	if (node < -1 || (node == -1 && (flags & PIN_ALLOC_ANY_NODE)))
+	if (node < -1 || (node == -1 && (flags & PIN_REGION_ANY_NODE)))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: node %d with flags 0x%x", node, flags);
 	if (node == -1 || dev->backend == PIN_BACKEND_PORTABLE)
@@ -70,7 +70,7 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	*rp = NULL;
 	if (!dev)
 		return -EINVAL;
-	if (flags & ~(PIN_ALLOC_FALLBACK | PIN_ALLOC_ANY_NODE))
+	if (flags & ~(PIN_REGION_FALLBACK | PIN_REGION_ANY_NODE))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: unknown flags 0x%x", flags);
 	if (size == 0)
@@ -98,13 +98,13 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 
 	memset(&a, 0, sizeof(a));
 	a.size = size;
-	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
-	if (lazy && !(flags & PIN_ALLOC_FALLBACK) && dev->abi_version >= 4)
+	a.flags = (flags & PIN_REGION_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	if (lazy && !(flags & PIN_REGION_FALLBACK) && dev->abi_version >= 4)
 		a.flags |= PINMEM_ALLOC_LAZY;
 	if (node >= 0) {
 		a.flags |= PINMEM_ALLOC_NODE;
 		a.node = node;
-		if (flags & PIN_ALLOC_ANY_NODE)
+		if (flags & PIN_REGION_ANY_NODE)
 			a.flags |= PINMEM_ALLOC_ANY_NODE;
 	}
 	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
@@ -116,14 +116,14 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 					 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
 					 size);
 		case -ENOMEM:
-			if (node >= 0 && !(flags & PIN_ALLOC_ANY_NODE))
+			if (node >= 0 && !(flags & PIN_REGION_ANY_NODE))
 				return pin__fail(dev->err, ret,
-						 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_ALLOC_ANY_NODE lets other nodes serve)",
+						 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_REGION_ANY_NODE lets other nodes serve)",
 						 size, node);
 			return pin__fail(dev->err, ret,
 					 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
-					 size, (flags & PIN_ALLOC_FALLBACK) ? "" :
-					 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
+					 size, (flags & PIN_REGION_FALLBACK) ? "" :
+					 " (PIN_REGION_FALLBACK allows smaller chunks)");
 		case -EINVAL:
 			if (node >= 0)
 				return pin__fail(dev->err, ret,
@@ -160,7 +160,7 @@ int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
 	return region_alloc_node(dev, size, flags, node, rp, 0);
 }
 
-int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
+int pin_region_create(struct pin_dev *dev, uint64_t size, unsigned flags,
 	      struct pin_region **rp)
 {
 	return region_alloc_node(dev, size, flags, -1, rp, 0);
@@ -227,7 +227,7 @@ int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp)
 	return 0;
 }
 
-int pin_region_free(struct pin_region *r)
+int pin_region_close(struct pin_region *r)
 {
 	if (!r)
 		return 0;

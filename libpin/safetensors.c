@@ -69,7 +69,7 @@ unsigned pin_dtype_bits(int dtype)
 	return dtypes[dtype].bits;
 }
 
-struct pin_st *pin_st_new(void)
+struct pin_st *pin_st_create(void)
 {
 	struct pin_st *ck = calloc(1, sizeof(struct pin_st));
 
@@ -97,7 +97,7 @@ void pin__st_clear(struct pin_st *ck)
 	for (i = 0; i < ck->nfiles; i++) {
 		free(ck->files[i].path);
 		if (ck->files[i].region)
-			pin_region_free(ck->files[i].region);
+			pin_region_close(ck->files[i].region);
 	}
 	free(ck->files);
 	ck->t = NULL;
@@ -109,7 +109,7 @@ void pin__st_clear(struct pin_st *ck)
 	ck->nfiles = 0;
 }
 
-void pin_st_free(struct pin_st *ck)
+void pin_st_close(struct pin_st *ck)
 {
 	if (!ck)
 		return;

@@ -104,7 +104,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		goto out;
 	astart = sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	head = sf->data_start - astart;
-	span = pin_io_span(sf->data_start, sf->data_len);
+	span = pin_file_span(sf->data_start, sf->data_len);
 	tp = pin__now_ns();
 	/* fallocate of a memfd may be interrupted (EINTR): try again. */
 	for (i = 0; i < 5; i++) {
@@ -115,7 +115,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	}
 	if (ret == -ENOMEM) {
 		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 ck->node_flags | PIN_ALLOC_FALLBACK,
+					 ck->node_flags | PIN_REGION_FALLBACK,
 					 ck->node, &r);
 		if (!ret)
 			pin__io_note_fallback(&st, "region below 2 MiB chunks");
@@ -142,10 +142,10 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		 */
 		free(rep.times);
 		memset(&rep, 0, sizeof(rep));
-		pin_region_free(r);
+		pin_region_close(r);
 		r = NULL;
 		ret = pin__alloc_to_fill(dev, span ? span : PIN_IO_ALIGN,
-					 ck->node_flags | PIN_ALLOC_FALLBACK,
+					 ck->node_flags | PIN_REGION_FALLBACK,
 					 ck->node, &r);
 		if (ret) {
 			pin__st_fail(ck, ret, "%s: allocating a %llu-byte region: %s",
@@ -169,7 +169,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	}
 	ck->phases.transfer_ns += st.io_ns;
 	tp = pin__now_ns();
-	ret = pin_seal(r);
+	ret = pin_region_seal(r);
 	if (ret) {
 		pin__st_fail(ck, ret, "%s: sealing its region: %s", sf->path,
 			     pin_region_error(r));
@@ -195,7 +195,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	stats_add(&ck->stats, &st, fi == 0);
 out:
 	if (r)
-		pin_region_free(r);
+		pin_region_close(r);
 	pin__io_close(&f);
 	return ret;
 }
@@ -210,7 +210,7 @@ static int ends_with(const char *s, const char *suffix)
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		const struct pin_io_opts *opts)
 {
-	return pin_st_load_on_node(ck, dev, path, -1, 0, opts);
+	return pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((-1) != -1 ? PIN_REGION_NODE : 0), .node = -1 }, .io = opts });
 }
 
 int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
@@ -224,7 +224,7 @@ int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
-	if ((flags & ~PIN_ALLOC_ANY_NODE) || node < -1 ||
+	if ((flags & ~PIN_REGION_ANY_NODE) || node < -1 ||
 	    (node == -1 && flags))
 		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
 				    node, flags);
@@ -300,7 +300,7 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 	if (ret)
 		goto out;
 	head = sf->data_start & (PIN_IO_ALIGN - 1);
-	span = pin_io_span(sf->data_start, sf->data_len);
+	span = pin_file_span(sf->data_start, sf->data_len);
 	ret = check_fill_target(ck, r, region_off, span, sf->path);
 	if (ret)
 		goto out;

@@ -171,7 +171,7 @@ static int kernel_filled(const struct pin_st *ck)
 
 static int bench_load(struct cfg *c, const char *file)
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = c->qd, .request_size = c->req,
 				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
 					  (c->no_kernel_fill ?
 					   PIN_IO_NO_KERNEL_FILL : 0) };
@@ -198,7 +198,7 @@ static int bench_load(struct cfg *c, const char *file)
 	memset(ph, 0, sizeof(ph));
 	for (b = 0; b < c->nbackends; b++) {
 		char why[1024];
-		int ret = pin_open_why(&devs[b], c->backends[b], why, sizeof(why));
+		int ret = pin_dev_open(&devs[b], c->backends[b], &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 
 		if (ret) {
 			fprintf(stderr, "pinbench: %s backend: %s\n",
@@ -228,8 +228,8 @@ static int bench_load(struct cfg *c, const char *file)
 	i_mmap_e2e = ns++;
 	s[i_mmap_e2e].name = "mmap + memcpy -> fresh pinned";
 	/* The baselines' pinned destination, allocated once, off the clock. */
-	if (pin_alloc(devs[0], size, 0, &r) &&
-	    pin_alloc(devs[0], size, PIN_ALLOC_FALLBACK, &r)) {
+	if (pin_region_create(devs[0], size, NULL, &r) &&
+	    pin_region_create(devs[0], size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) {
 		fprintf(stderr, "pinbench: pinned region of %llu bytes: %s\n",
 			(unsigned long long)size, pin_dev_error(devs[0]));
 		return 1;
@@ -240,7 +240,7 @@ static int bench_load(struct cfg *c, const char *file)
 	}
 	for (run = 0; run < c->runs; run++) {
 		for (b = 0; b < c->nbackends; b++) {
-			struct pin_st *ck = pin_st_new();
+			struct pin_st *ck = pin_st_create();
 			struct pin_io_stats st;
 			struct cpu_mark m;
 
@@ -264,7 +264,7 @@ static int bench_load(struct cfg *c, const char *file)
 				snprintf(fb, sizeof(fb), "libpin: %s%s",
 					 st.direct ? "O_DIRECT; " : "buffered; ",
 					 st.fallback_reason);
-			pin_st_free(ck);
+			pin_st_close(ck);
 		}
 		baseline_load(c, &s[i_fio], BASE_FIO, file, NULL, size);
 		baseline_load(c, &s[i_fio_fixed], BASE_FIO_FIXED, file, NULL,
@@ -288,9 +288,9 @@ static int bench_load(struct cfg *c, const char *file)
 			       median(&s[i_lib[0]]) / median(&s[i_lib[1]]),
 			       median(&s[i_e2e[0]]) / median(&s[i_e2e[1]]));
 	}
-	pin_region_free(r);
+	pin_region_close(r);
 	for (b = 0; b < c->nbackends; b++)
-		pin_close(devs[b]);
+		pin_dev_close(devs[b]);
 	return 0;
 }
 
@@ -357,7 +357,7 @@ static int bench_load_pool(struct cfg *c, const char *file)
 
 static int bench_save(struct cfg *c, const char *out)
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = c->qd, .request_size = c->req };
 	enum { NT = 16 };
 	struct pin_st_tensor t[NT];
 	uint64_t shapes[NT], size = c->save_size, per = size / NT, i;
@@ -365,16 +365,16 @@ static int bench_save(struct cfg *c, const char *out)
 	struct series s[4];
 	struct pin_region *r;
 	struct pin_dev *dev;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	uint32_t x = 12345;
 	uint8_t *p;
 	void *map;
 	int run;
 
 	size = per * NT;
-	if (pin_open(&dev, c->backends[0]) ||
-	    (pin_alloc(dev, size, 0, &r) &&
-	     pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) ||
+	if (pin_dev_open(&dev, c->backends[0], NULL) ||
+	    (pin_region_create(dev, size, NULL, &r) &&
+	     pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) ||
 	    pin_region_map(r, &map)) {
 		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
 			(unsigned long long)size);
@@ -388,6 +388,7 @@ static int bench_save(struct cfg *c, const char *out)
 		snprintf(names[i], sizeof(names[i]), "w%llu", (unsigned long long)i);
 		shapes[i] = per;
 		t[i] = (struct pin_st_tensor){
+			.size = sizeof(struct pin_st_tensor),
 			.name = names[i], .dtype = PIN_DT_U8, .ndim = 1,
 			.shape = &shapes[i], .nbytes = per, .region = r,
 			.region_offset = i * per,
@@ -432,9 +433,9 @@ static int bench_save(struct cfg *c, const char *out)
 	unlink(out);
 	unlink(fiofile);
 	report(c, "save", out, size, s, 4, 2, fb, NULL, NULL);
-	pin_st_free(ck);
-	pin_region_free(r);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_region_close(r);
+	pin_dev_close(dev);
 	return 0;
 }
 

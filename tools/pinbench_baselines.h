@@ -230,7 +230,7 @@ static void baseline_load(struct cfg *c, struct series *s, enum baseline how,
 
 /*
  * mmap + memcpy with its destination made pinned in the clock (allocated,
- * mapped, locked as pin_alloc and pin_region_map do), as a loader without
+ * mapped, locked as pin_region_create and pin_region_map do), as a loader without
  * libpin would do it end to end; the other baselines copy into a region
  * pinned once, before any clock starts.
  */
@@ -247,11 +247,11 @@ static void mmap_alloc_load(struct cfg *c, struct series *s,
 	prep_cold(c);
 	cpu_start(&m);
 	t0 = now_ns();
-	if ((!pin_alloc(dev, size, 0, &r) ||
-	     !pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) &&
+	if ((!pin_region_create(dev, size, NULL, &r) ||
+	     !pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) &&
 	    !pin_region_map(r, &dst) && mmap_load(file, dst, size) > 0)
 		bps = (double)size / ((double)(now_ns() - t0) / 1e9);
-	pin_region_free(r);
+	pin_region_close(r);
 	add_cpu(s, cpu_per_gb(&m, size));
 	add(s, bps / 1e9);
 }

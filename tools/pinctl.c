@@ -117,7 +117,7 @@ static void prot_str(int prot, char out[4])
 static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 {
 	char why[1024];
-	int ret = pin_open_why(devp, PIN_BACKEND_AUTO, why, sizeof(why));
+	int ret = pin_dev_open(devp, PIN_BACKEND_AUTO, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 
 	if (ret) {
 		fprintf(stderr, "pinctl %s: %s\n", cmd,
@@ -127,7 +127,7 @@ static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 	if (need_device && pin_dev_backend(*devp) != PIN_BACKEND_DEVICE) {
 		fprintf(stderr, "pinctl %s: no device: the portable backend keeps no registry of regions (backend: %s)\n",
 			cmd, pin_dev_backend_why(*devp));
-		pin_close(*devp);
+		pin_dev_close(*devp);
 		*devp = NULL;
 		return EXIT_NODEV;
 	}
@@ -147,7 +147,7 @@ static int cmd_info(int json)
 	ret = pin_dev_info(dev, &info);
 	if (ret) {
 		fprintf(stderr, "pinctl info: %s\n", pin_dev_error(dev));
-		pin_close(dev);
+		pin_dev_close(dev);
 		return EXIT_FAILED;
 	}
 	dev_backend = info.backend == PIN_BACKEND_DEVICE;
@@ -191,7 +191,7 @@ static int cmd_info(int json)
 		       c, info.nr_regions, info.nr_regions == 1 ? "" : "s",
 		       info.nr_mappings, info.nr_view_fds);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -209,11 +209,11 @@ static int cmd_ls(int json)
 	for (;;) {
 		struct pin_region_info *p;
 
-		ret = pin_dev_list(dev, infos, cap);
+		ret = pin_dev_regions(dev, infos, cap);
 		if (ret < 0) {
 			fprintf(stderr, "pinctl ls: %s\n", pin_dev_error(dev));
 			free(infos);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		if ((size_t)ret <= cap)
@@ -223,7 +223,7 @@ static int cmd_ls(int json)
 		if (!p) {
 			fprintf(stderr, "pinctl ls: out of memory\n");
 			free(infos);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		infos = p;
@@ -279,7 +279,7 @@ static int cmd_ls(int json)
 			printf("(no regions)\n");
 	}
 	free(infos);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -308,7 +308,7 @@ static void print_refs(struct pin_dev *dev, uint64_t id, int json)
 	char line[256];
 	int n, i;
 
-	n = pin_dev_refs(dev, id, rr, 64);
+	n = pin_dev_region_refs(dev, id, rr, 64);
 	if (n > 64)
 		n = 64;
 	if (json) {
@@ -347,7 +347,7 @@ static int cmd_nodes(int json, const char *arg)
 	n = pin_dev_region_nodes(dev, id, bytes, 1024);
 	if (n < 0) {
 		fprintf(stderr, "pinctl nodes: %s\n", pin_dev_error(dev));
-		pin_close(dev);
+		pin_dev_close(dev);
 		return EXIT_FAILED;
 	}
 	if (n > 1024)
@@ -370,7 +370,7 @@ static int cmd_nodes(int json, const char *arg)
 	}
 	if (json)
 		printf("}}\n");
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -393,12 +393,12 @@ static int cmd_holders(int json, const char *arg)
 	for (;;) {
 		struct pin_holder *p;
 
-		ret = pin_dev_holders(dev, id, hs, cap);
+		ret = pin_dev_region_holders(dev, id, hs, cap);
 		if (ret < 0) {
 			fprintf(stderr, "pinctl holders: %s\n",
 				pin_dev_error(dev));
 			free(hs);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		if ((size_t)ret <= cap)
@@ -408,7 +408,7 @@ static int cmd_holders(int json, const char *arg)
 		if (!p) {
 			fprintf(stderr, "pinctl holders: out of memory\n");
 			free(hs);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		hs = p;
@@ -453,7 +453,7 @@ static int cmd_holders(int json, const char *arg)
 		print_refs(dev, id, 0);
 	}
 	free(hs);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 

@@ -112,7 +112,7 @@ static int save(struct pin_st *ck, const char *out,
 	struct pin_st_tensor *t = calloc(n + 1, sizeof(*t));
 	const char **k = calloc(m + 1, sizeof(char *));
 	const char **v = calloc(m + 1, sizeof(char *));
-	struct pin_st *ctx = pin_st_new();
+	struct pin_st *ctx = pin_st_create();
 	struct pin_io_stats st;
 	int ret = -ENOMEM;
 
@@ -135,7 +135,7 @@ static int save(struct pin_st *ck, const char *out,
 		       st.direct ? "O_DIRECT" : "buffered fallback",
 		       st.fallback_reason[0] ? ": " : "", st.fallback_reason);
 out:
-	pin_st_free(ctx);
+	pin_st_close(ctx);
 	free(t);
 	free(k);
 	free(v);
@@ -233,7 +233,7 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct pin_io_opts o = { 0 };
+	struct pin_io_opts o = PIN_INIT(struct pin_io_opts);
 	struct bar bar = { 0 };
 	const char *save_to = NULL;
 	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 			if (*end || end == optarg || node < 0)
 				return usage(), 2;
 			break;
-		case 'A': node_flags = PIN_ALLOC_ANY_NODE; break;
+		case 'A': node_flags = PIN_REGION_ANY_NODE; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	c = pin_open_why(&dev, backend, why, sizeof(why));
+	c = pin_dev_open(&dev, backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 	if (c) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-c));
 		return 1;
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 	o.progress = progress;
 	o.progress_arg = &bar;
 	for (i = optind; i < argc; i++) {
-		struct pin_st *ck = pin_st_new();
+		struct pin_st *ck = pin_st_create();
 		struct pin_io_stats st;
 		struct pin_st_phases ph;
 		struct pin_st_step step;
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
 		bar.t0 = now_ns();
 		bar.last = 0;
 		cpu = cpu_seconds(RUSAGE_SELF);
-		ret = pin_st_load_on_node(ck, dev, argv[i], node, node_flags,
+		ret = pin_st_load(ck, dev, argv[i], PIN_MIGRATE_ON_NODE(node, node_flags,
 					  &o);
 		cpu = cpu_seconds(RUSAGE_SELF) - cpu;
 		if (ret) {
@@ -324,7 +324,7 @@ int main(int argc, char **argv)
 				json_str(stdout, pin_st_error(ck));
 				printf(",\"errno\":%d}\n", -ret);
 			}
-			pin_st_free(ck);
+			pin_st_close(ck);
 			status = 1;
 			continue;
 		}
@@ -431,8 +431,8 @@ int main(int argc, char **argv)
 		}
 		if (save_to && save(ck, save_to, &o, json))
 			status = 1;
-		pin_st_free(ck);
+		pin_st_close(ck);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return status;
 }

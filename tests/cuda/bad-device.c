@@ -14,13 +14,13 @@ int main(void)
 	if (!getenv("PIN_CUDA_LIBRARY"))
 		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
 	setenv("CUDA_DOUBLE_DEVICES", "2", 1);
-	EXPECT(pin_cuda_open(&c, 2, why, sizeof(why)), -ENODEV);
+	EXPECT(pin_cuda_open(&c, 2, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), -ENODEV);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "cuDeviceGet(2): CUDA_ERROR_INVALID_DEVICE"),
 	      "error '%s'", why);
-	EXPECT(pin_cuda_open(&c, -1, why, sizeof(why)), -EINVAL);
+	EXPECT(pin_cuda_open(&c, -1, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), -EINVAL);
 	CHECK(strstr(why, "device ordinal -1"), "error '%s'", why);
-	EXPECT(pin_cuda_open(&c, 1, why, sizeof(why)), 0);
+	EXPECT(pin_cuda_open(&c, 1, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), 0);
 	test_stats();
 	pin_cuda_close(c);
 	test_double_clean(test_stats());

@@ -12,7 +12,7 @@ static void bad(const char *value)
 	char why[512] = "";
 
 	setenv("PIN_CUDA_TEST_CHUNK", value, 1);
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -EINVAL);
+	EXPECT(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), -EINVAL);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "PIN_CUDA_TEST_CHUNK"), "%s: error '%s'", value, why);
 }

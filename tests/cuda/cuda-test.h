@@ -60,12 +60,12 @@
 static inline struct pin_dev *test_dev(void)
 {
 	struct pin_dev *dev;
-	int err = pin_open(&dev, PIN_BACKEND_AUTO);
+	int err = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
 
 	if (err == -ENOENT)
 		SKIP("no backend: %s", strerror(-err));
 	if (err)
-		FAIL("pin_open: %s", strerror(-err));
+		FAIL("pin_dev_open: %s", strerror(-err));
 	return dev;
 }
 
@@ -73,10 +73,10 @@ static inline struct pin_region *test_region(struct pin_dev *dev,
 					      uint64_t size)
 {
 	struct pin_region *r;
-	int err = pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r);
+	int err = pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r);
 
 	if (err)
-		FAIL("pin_alloc(%llu): %s", (unsigned long long)size,
+		FAIL("pin_region_create(%llu): %s", (unsigned long long)size,
 		     pin_dev_error(dev));
 	return r;
 }
@@ -89,7 +89,7 @@ static inline struct pin_cuda *test_cuda(void)
 
 	if (!getenv("PIN_CUDA_LIBRARY"))
 		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
-	err = pin_cuda_open(&c, 0, why, sizeof(why));
+	err = pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) });
 	if (err)
 		FAIL("pin_cuda_open: %d: %s", err, why);
 	return c;

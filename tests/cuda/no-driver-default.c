@@ -18,7 +18,7 @@ int main(void)
 		dlclose(h);
 		SKIP("this machine has libcuda.so.1");
 	}
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENOENT);
+	EXPECT(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), -ENOENT);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "dlopen(\"libcuda.so.1\")") &&
 	      strstr(why, "libcuda.so.1: cannot open shared object file"),

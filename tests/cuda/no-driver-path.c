@@ -12,15 +12,15 @@ int main(void)
 	char why[512] = "";
 
 	setenv("PIN_CUDA_LIBRARY", path, 1);
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENOENT);
+	EXPECT(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) }), -ENOENT);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "no CUDA driver") && strstr(why, path) &&
 	      strstr(why, "cannot open shared object file"), "error '%s'", why);
 	/* NULL errbuf is allowed. */
-	EXPECT(pin_cuda_open(&c, 0, NULL, 0), -ENOENT);
+	EXPECT(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = NULL, .why_len = 0 }), -ENOENT);
 	/* A short buffer is truncated, terminated. */
 	memset(why, 'x', sizeof(why));
-	EXPECT(pin_cuda_open(&c, 0, why, 8), -ENOENT);
+	EXPECT(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = 8 }), -ENOENT);
 	CHECK(strlen(why) == 7, "short buffer: '%s'", why);
 	return 0;
 }

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	volatile uint8_t sink = 0;
 
 	if (!ck)
@@ -41,6 +41,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	(void)sink;
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return 0;
 }

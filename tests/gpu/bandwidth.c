@@ -7,7 +7,7 @@
  *   bandwidth [GiB [iterations]]      (default 4 GiB, 5 iterations)
  *
  * The region is placed on GPU 0's NUMA node where the platform names one
- * (pin_cuda_numa_node, preferred: PIN_ALLOC_ANY_NODE), and the line
+ * (pin_cuda_numa_node, preferred: PIN_REGION_ANY_NODE), and the line
  * before the table says where its memory went. Times
  * pin_cuda_register/unregister of a region of that size, then
  * cuMemcpyHtoD/DtoH of the whole buffer from the registered region, from
@@ -148,12 +148,12 @@ int main(int argc, char **argv)
 	cu_check(cuMemAlloc(&dev, size), "cuMemAlloc");
 
 	/* libpin: a region, its owner mapping, registration. */
-	err = pin_open(&pd, PIN_BACKEND_AUTO);
+	err = pin_dev_open(&pd, PIN_BACKEND_AUTO, NULL);
 	if (err) {
-		fprintf(stderr, "bandwidth: pin_open: %s\n", strerror(-err));
+		fprintf(stderr, "bandwidth: pin_dev_open: %s\n", strerror(-err));
 		return 1;
 	}
-	err = pin_cuda_open(&pc, 0, why, sizeof(why));
+	err = pin_cuda_open(&pc, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) });
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_cuda_open: %s\n", why);
 		return 1;
@@ -162,10 +162,10 @@ int main(int argc, char **argv)
 	node = pin_cuda_numa_node(pc);
 	if (node < 0)
 		node = -1;	/* none named, or sysfs could not say */
-	err = pin_alloc_on_node(pd, size, PIN_ALLOC_FALLBACK |
-				(node >= 0 ? PIN_ALLOC_ANY_NODE : 0), node, &r);
+	err = pin_alloc_on_node(pd, size, PIN_REGION_FALLBACK |
+				(node >= 0 ? PIN_REGION_ANY_NODE : 0), node, &r);
 	if (err) {
-		fprintf(stderr, "bandwidth: pin_alloc %zu bytes: %s\n", size,
+		fprintf(stderr, "bandwidth: pin_region_create %zu bytes: %s\n", size,
 			pin_dev_error(pd));
 		return 1;
 	}
@@ -235,8 +235,8 @@ int main(int argc, char **argv)
 	pin_cuda_close(pc);
 	cu_check(cuMemFree(dev), "cuMemFree");
 	cu_check(cuDevicePrimaryCtxRelease(cudev), "cuDevicePrimaryCtxRelease");
-	if (pin_region_free(r))
+	if (pin_region_close(r))
 		fprintf(stderr, "bandwidth: free: %s\n", pin_region_error(r));
-	pin_close(pd);
+	pin_dev_close(pd);
 	return 0;
 }

@@ -10,7 +10,7 @@
 
 int main(int argc, char **argv)
 {
-	struct pin_io_opts o = { .flags = PIN_IO_BUFFERED, .request_size = 8192 };
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = PIN_IO_BUFFERED, .request_size = 8192 };
 	struct pin_io_stats st;
 	char path[4096];
 	uint8_t *data, *buf;
@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 	write_file(path, data, SIZE);
 	if (posix_memalign((void **)&buf, 4096, SIZE + 8192))
 		FAIL("posix_memalign");
-	ret = pin_io_read(buf, SIZE + 8192, path, 5000, SIZE - 5000, &o, &st);
+	ret = pin_file_read(buf, SIZE + 8192, path, 5000, SIZE - 5000, &o, &st);
 	CHECK(ret == 5000 % 4096, "ret %d: %s", ret, st.error);
 	CHECK(!memcmp(buf + ret, data + 5000, SIZE - 5000), "bytes differ");
 	CHECK_EQ(st.direct, 0);

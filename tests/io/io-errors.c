@@ -21,40 +21,40 @@ int main(int argc, char **argv)
 	if (posix_memalign((void **)&buf, 4096, 1 << 20))
 		FAIL("posix_memalign");
 
-	ret = pin_io_read(buf, 1 << 20, missing, 0, 10, NULL, &st);
+	ret = pin_file_read(buf, 1 << 20, missing, 0, 10, NULL, &st);
 	CHECK_EQ(ret, -ENOENT);
 	CHECK(strstr(st.error, missing) && strstr(st.error, "No such file"),
 	      "error \"%s\"", st.error);
 
 	/* Wanted bytes past the end of the file. */
-	ret = pin_io_read(buf, 1 << 20, path, 5000, 20000, NULL, &st);
+	ret = pin_file_read(buf, 1 << 20, path, 5000, 20000, NULL, &st);
 	CHECK_EQ(ret, -EIO);
 	CHECK(strstr(st.error, path) && strstr(st.error, "end of file at offset 10000") &&
 	      strstr(st.error, "25000"), "error \"%s\"", st.error);
 	printf("# %s\n", st.error);
 
-	ret = pin_io_read(buf, 4096, path, 100, 5000, NULL, &st);
+	ret = pin_file_read(buf, 4096, path, 100, 5000, NULL, &st);
 	CHECK_EQ(ret, -EINVAL);
 	CHECK(strstr(st.error, "needs 8192"), "error \"%s\"", st.error);
 
 	{
-		struct pin_io_opts o = { .queue_depth = 1000 };
+		struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = 1000 };
 
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
 		CHECK(strstr(st.error, "queue depth 1000"), "error \"%s\"", st.error);
 		o.queue_depth = 0;
 		o.request_size = 1000;
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
 		CHECK(strstr(st.error, "request size 1000"), "error \"%s\"", st.error);
 		o.request_size = 0;
 		o.flags = 1u << 7;
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
 		CHECK(strstr(st.error, "unknown I/O flags"), "error \"%s\"", st.error);
 	}
-	CHECK_EQ(pin_io_write(data, 10, path, 100, NULL, &st), -EINVAL);
+	CHECK_EQ(pin_file_write(data, 10, path, 100, NULL, &st), -EINVAL);
 	CHECK(strstr(st.error, path) && strstr(st.error, "offset 100"),
 	      "error \"%s\"", st.error);
-	CHECK_EQ(pin_io_read(buf, 1 << 20, dir, 0, 10, NULL, &st), -EINVAL);
+	CHECK_EQ(pin_file_read(buf, 1 << 20, dir, 0, 10, NULL, &st), -EINVAL);
 	CHECK(strstr(st.error, "not a regular file"), "error \"%s\"", st.error);
 	unlink(path);
 	free(buf);

@@ -46,11 +46,11 @@ static void load_failing(struct pin_dev *dev, const char *path,
 			 const uint8_t *data, unsigned long req,
 			 const char *name, unsigned flags)
 {
-	struct pin_io_opts o = { .flags = flags };
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = flags };
 	struct pin_region_info ri;
 	struct pin_io_stats st;
 	struct pin_st_tensor got;
-	struct pin_st *ld = pin_st_new();
+	struct pin_st *ld = pin_st_create();
 
 	CHECK(ld, "memory");
 	fail_req = req;
@@ -70,7 +70,7 @@ static void load_failing(struct pin_dev *dev, const char *path,
 	printf("# %s %d failed; loaded again into a region allocated whole: \"%s\"\n",
 	       name, fail_at, st.fallback_reason);
 	fail_req = 0;
-	pin_st_free(ld);
+	pin_st_close(ld);
 }
 
 int main(int argc, char **argv)
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	uint64_t shape[1] = { SIZE };
 	uint8_t *data;
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE,
 	};
@@ -86,18 +87,18 @@ int main(int argc, char **argv)
 	struct pin_dev_info di;
 	struct pin_dev *dev;
 
-	if (pin_open(&dev, PIN_BACKEND_DEVICE)) {
+	if (pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL)) {
 		printf("SKIP: no /dev/pinmem here\n");
 		return 77;
 	}
 	CHECK_EQ(pin_dev_info(dev, &di), 0);
 	if (di.abi_version < 4) {
 		printf("SKIP: module ABI %u has no ALLOC_LAZY\n", di.abi_version);
-		pin_close(dev);
+		pin_dev_close(dev);
 		return 77;
 	}
 	data = malloc(SIZE);
-	ck = pin_st_new();
+	ck = pin_st_create();
 	CHECK(data && ck, "memory");
 	t.data = data;
 	snprintf(path, sizeof(path), "%s/st-populate-enomem-%d.safetensors",
@@ -114,8 +115,8 @@ int main(int argc, char **argv)
 		printf("# module ABI %u has no FILL: not tried\n",
 		       di.abi_version);
 
-	pin_close(dev);
-	pin_st_free(ck);
+	pin_dev_close(dev);
+	pin_st_close(ck);
 	unlink(path);
 	free(data);
 	printf("ok\n");

@@ -92,10 +92,10 @@ int main(int argc, char **argv)
 		dir = argv[1];
 	if (!dir || stat(dir, &sb) < 0)
 		SKIP("reference fixtures absent (%s)", dir ? dir : "no directory given");
-	ret = pin_open(&dev, PIN_BACKEND_AUTO);
-	CHECK(ret == 0, "pin_open: %s", strerror(-ret));
+	ret = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
+	CHECK(ret == 0, "pin_dev_open: %s", strerror(-ret));
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
-		struct pin_st *ck = pin_st_new();
+		struct pin_st *ck = pin_st_create();
 		struct pin_io_stats st;
 
 		snprintf(path, sizeof(path), "%s/%s.safetensors", dir, refs[i].code);
@@ -106,10 +106,10 @@ int main(int argc, char **argv)
 		check_meta(ck, path);
 		pin_st_stats(ck, &st);
 		printf("# %s: %s\n", path, st.direct ? "O_DIRECT" : st.fallback_reason);
-		pin_st_free(ck);
+		pin_st_close(ck);
 		loaded++;
 	}
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
 	snprintf(path, sizeof(path), "%s/overall.safetensors", dir);
 	ret = pin_st_load(ck, dev, path, NULL);
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
 		check_tensor(ck, &refs[i], path);
 	check_meta(ck, path);
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	printf("# %zu + 1 reference files loaded\n", loaded);
 	return 0;
 }

@@ -58,7 +58,7 @@ static void check_layout(const char *path)
 
 static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 {
-	struct pin_st *a = pin_st_new(), *b = pin_st_new();
+	struct pin_st *a = pin_st_create(), *b = pin_st_create();
 	size_t n, m, i;
 	struct pin_st_tensor *t;
 	const char **k, **v;
@@ -91,8 +91,8 @@ static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 	free(t);
 	free(k);
 	free(v);
-	pin_st_free(a);
-	pin_st_free(b);
+	pin_st_close(a);
+	pin_st_close(b);
 }
 
 int main(int argc, char **argv)
@@ -108,13 +108,13 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		FAIL("usage: st-roundtrip FIXTURE-DIR OUT-DIR");
-	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
+	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(in, sizeof(in), "%s/%s", argv[1], files[i]);
 		snprintf(out, sizeof(out), "%s/saved-%s%s", argv[2], files[i],
 			 strstr(files[i], ".json") ? ".safetensors" : "");
 		roundtrip(dev, in, out);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -15,15 +15,15 @@ int main(void)
 	void *p;
 	long page = sysconf(_SC_PAGESIZE);
 
-	EXPECT_EQ(pin_alloc(dev, 0, 0, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, 0, NULL, &r), -EINVAL);
 	EXPECT_TRUE(r == NULL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "size 0");
-	EXPECT_EQ(pin_alloc(dev, MiB(2), 0x80, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = 0x80 }, &r), -EINVAL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "flags");
-	EXPECT_EQ(pin_alloc(NULL, MiB(2), 0, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc(dev, MiB(2), 0, NULL), -EINVAL);
+	EXPECT_EQ(pin_region_create(NULL, MiB(2), NULL, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), NULL, NULL), -EINVAL);
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r2), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r2), pin_dev_error(dev));
 	EXPECT_EQ(pin_view_create(r2, 0, 0, 0, &v), -EINVAL);
 	EXPECT_TRUE(v == NULL);
 	EXPECT_EQ(pin_view_create(r2, 1, (uint64_t)page, 0, &v), -EINVAL);
@@ -52,13 +52,13 @@ int main(void)
 	memset(&h, 0, sizeof(h));
 	h.kind = PIN_HOLDER_VIEW;
 	EXPECT_EQ(pin_holder_format(&h, buf, sizeof(buf)), -ENOSPC);
-	EXPECT_EQ(pin_holders(r2, NULL, 3), -EINVAL);
-	EXPECT_EQ(pin_send_fd(-1, 0), -EBADF);
-	EXPECT_EQ(pin_recv_fd(0, NULL), -EINVAL);
-	EXPECT_EQ(pin_region_free(NULL), 0);
+	EXPECT_EQ(pin_region_holders(r2, NULL, 3), -EINVAL);
+	EXPECT_EQ(pin_fd_send(-1, 0), -EBADF);
+	EXPECT_EQ(pin_fd_recv(0, NULL), -EINVAL);
+	EXPECT_EQ(pin_region_close(NULL), 0);
 	pin_view_close(NULL);
 
-	CHECK_OK(pin_region_free(r2), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r2), "free");
+	pin_dev_close(dev);
 	return 0;
 }

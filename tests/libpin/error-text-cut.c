@@ -22,7 +22,7 @@ int main(void)
 	memset(path + 13, 'a', PATHLEN - 13);
 	path[PATHLEN] = '\0';
 	EXPECT_EQ(setenv("PIN_CUDA_LIBRARY", path, 1), 0);
-	EXPECT_EQ(pin_cuda_open(&c, 0, err, sizeof(err)), -ENOENT);
+	EXPECT_EQ(pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = err, .why_len = sizeof(err) }), -ENOENT);
 	EXPECT_TRUE(c == NULL);
 	n = strlen(err);
 	/* Cut to the handle's 1024-byte buffer, with the reason kept. */

@@ -127,55 +127,55 @@ static void alloc_on(struct pin_dev *dev, int node, unsigned flags, int want)
 
 	snprintf(what, sizeof(what), "alloc on node %d%s", node,
 		 flags ? " (any node)" : "");
-	CHECK_OK(pin_alloc_on_node(dev, MiB(6) + 4096, flags, node, &r),
+	CHECK_OK(pin_region_create(dev, MiB(6) + 4096, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (flags) | ((node) != -1 ? PIN_REGION_NODE : 0), .node = node }, &r),
 		 pin_dev_error(dev));
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	expect_nodes(r, want, what);
-	pin_region_free(r);
+	pin_region_close(r);
 }
 
 /* A checkpoint loaded onto node; its one region on want, bytes intact. */
 static void load_on(struct pin_dev *dev, const char *path, int node,
 		    unsigned flags, unsigned io_flags, int want)
 {
-	struct pin_io_opts o = { .flags = io_flags };
-	struct pin_st *ck = pin_st_new();
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = io_flags };
+	struct pin_st *ck = pin_st_create();
 	struct pin_st_tensor t;
 	char what[96];
 
 	snprintf(what, sizeof(what), "load on node %d%s%s", node,
 		 flags ? " (any node)" : "",
 		 io_flags ? " (pinned first, in the caller's thread)" : "");
-	CHECK_OK(pin_st_load_on_node(ck, dev, path, node, flags, &o),
+	CHECK_OK(pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (flags) | ((node) != -1 ? PIN_REGION_NODE : 0), .node = node }, .io = &o }),
 		 pin_st_error(ck));
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	CHECK_OK(pin_st_find(ck, "w", &t), pin_st_error(ck));
 	t_check(t.data, TENSOR_BYTES, 3, what);
 	expect_nodes(pin_st_region(ck, 0), want, what);
-	pin_st_free(ck);
+	pin_st_close(ck);
 }
 
 static void bad_arguments(struct pin_dev *dev, const char *path)
 {
 	struct pin_region *r = NULL;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), PIN_ALLOC_ANY_NODE, -1, &r),
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (PIN_REGION_ANY_NODE) | ((-1) != -1 ? PIN_REGION_NODE : 0), .node = -1 }, &r),
 		  -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, -2, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0x80, 0, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, 1 << 20, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((-2) != -1 ? PIN_REGION_NODE : 0), .node = -2 }, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0x80) | ((0) != -1 ? PIN_REGION_NODE : 0), .node = 0 }, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((1 << 20) != -1 ? PIN_REGION_NODE : 0), .node = 1 << 20 }, &r), -EINVAL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "no such node");
 	EXPECT_TRUE(r == NULL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, -1, PIN_ALLOC_ANY_NODE,
+	EXPECT_EQ(pin_st_load(ck, dev, path, PIN_MIGRATE_ON_NODE(-1, PIN_REGION_ANY_NODE,
 				      NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 0, 0x80, NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, -2, 0, NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 1 << 20, 0, NULL),
+	EXPECT_EQ(pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0x80) | ((0) != -1 ? PIN_REGION_NODE : 0), .node = 0 }, .io = NULL }), -EINVAL);
+	EXPECT_EQ(pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((-2) != -1 ? PIN_REGION_NODE : 0), .node = -2 }, .io = NULL }), -EINVAL);
+	EXPECT_EQ(pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((1 << 20) != -1 ? PIN_REGION_NODE : 0), .node = 1 << 20 }, .io = NULL }),
 		  -EINVAL);
 	EXPECT_CONTAINS(pin_st_error(ck), "no such node");
 	EXPECT_EQ(pin_st_count(ck), 0);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	printf("ok - bad nodes and flags: EINVAL, nothing made\n");
 }
 
@@ -183,17 +183,17 @@ static void bad_arguments(struct pin_dev *dev, const char *path)
 static void memoryless_node(struct pin_dev *dev, const char *path)
 {
 	struct pin_region *r = NULL;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, 1, &r), -ENOMEM);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((1) != -1 ? PIN_REGION_NODE : 0), .node = 1 }, &r), -ENOMEM);
 	EXPECT_CONTAINS(pin_dev_error(dev), "node 1");
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 1, 0, NULL), -ENOMEM);
+	EXPECT_EQ(pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((1) != -1 ? PIN_REGION_NODE : 0), .node = 1 }, .io = NULL }), -ENOMEM);
 	EXPECT_EQ(pin_st_count(ck), 0);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	printf("ok - node 1 has no memory: ENOMEM, strict\n");
-	alloc_on(dev, 1, PIN_ALLOC_ANY_NODE, 0);
-	load_on(dev, path, 1, PIN_ALLOC_ANY_NODE, 0, 0);
+	alloc_on(dev, 1, PIN_REGION_ANY_NODE, 0);
+	load_on(dev, path, 1, PIN_REGION_ANY_NODE, 0, 0);
 }
 
 static void pci_ids(void)
@@ -255,7 +255,7 @@ int main(void)
 	fd = t_st_memfd(path, sizeof(path), TENSOR_BYTES, 3);
 	bad_arguments(dev, path);
 	alloc_on(dev, 0, 0, 0);
-	alloc_on(dev, 0, PIN_ALLOC_ANY_NODE, 0);
+	alloc_on(dev, 0, PIN_REGION_ANY_NODE, 0);
 	load_on(dev, path, 0, 0, 0, 0);
 	load_on(dev, path, 0, 0, PIN_IO_PIN_FIRST, 0);
 	if (backend == PIN_BACKEND_PORTABLE)
@@ -274,6 +274,6 @@ int main(void)
 		printf("# one node online: node 1's cases need tests/numa.d\n");
 	}
 	close(fd);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -59,7 +59,7 @@ int main(void)
 	SKIP("ASan's mlock does nothing: run the plain build");
 #endif
 	dev = t_open(PIN_BACKEND_PORTABLE);
-	ck = pin_st_new();
+	ck = pin_st_create();
 	fd = t_st_memfd(path, sizeof(path), TENSOR_BYTES, 1);
 	CHECK_OK(pin_st_load(ck, dev, path, NULL), pin_st_error(ck));
 	CHECK_OK(pin_st_stats(ck, &st), pin_st_error(ck));
@@ -77,8 +77,8 @@ int main(void)
 	EXPECT_TRUE(size > 0);
 	EXPECT_EQ(rss, size);
 	EXPECT_EQ(locked, size);
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	close(fd);
 	return 0;
 }

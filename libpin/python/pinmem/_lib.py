@@ -15,8 +15,8 @@ PIN_BACKEND_AUTO = 0
 PIN_BACKEND_DEVICE = 1
 PIN_BACKEND_PORTABLE = 2
 
-PIN_ALLOC_FALLBACK = 1 << 0
-PIN_ALLOC_ANY_NODE = 1 << 1
+PIN_REGION_FALLBACK = 1 << 0
+PIN_REGION_ANY_NODE = 1 << 1
 
 PIN_STATE_OPEN = 1
 PIN_STATE_SEALED = 2
@@ -162,23 +162,23 @@ _st = c_void_p
 
 # name: (restype, argtypes). Every libpin function the binding calls.
 _PROTOTYPES = {
-    "pin_open": (c_int, [POINTER(c_void_p), c_int]),
+    "pin_dev_open": (c_int, [POINTER(c_void_p), c_int]),
     "pin_open_why": (c_int, [POINTER(c_void_p), c_int, c_char_p, c_size_t]),
     "pin_dev_backend_why": (c_char_p, [_dev]),
     "pin_version": (c_char_p, []),
-    "pin_close": (None, [_dev]),
+    "pin_dev_close": (None, [_dev]),
     "pin_dev_backend": (c_int, [_dev]),
     "pin_backend_name": (c_char_p, [c_int]),
     "pin_dev_error": (c_char_p, [_dev]),
     "pin_dev_info": (c_int, [_dev, POINTER(PinDevInfo)]),
     "pin_state_name": (c_char_p, [c_int]),
-    "pin_alloc": (c_int, [_dev, c_uint64, c_uint, POINTER(c_void_p)]),
+    "pin_region_create": (c_int, [_dev, c_uint64, c_uint, POINTER(c_void_p)]),
     "pin_alloc_on_node": (c_int, [_dev, c_uint64, c_uint, c_int,
                                   POINTER(c_void_p)]),
     "pin_region_nodes": (c_int, [_region, POINTER(c_uint64), c_uint]),
     "pin_pci_numa_node": (c_int, [c_char_p]),
     "pin_region_import": (c_int, [_dev, c_int, POINTER(c_void_p)]),
-    "pin_region_free": (c_int, [_region]),
+    "pin_region_close": (c_int, [_region]),
     "pin_region_fd": (c_int, [_region]),
     "pin_region_size": (c_uint64, [_region]),
     "pin_region_id": (c_uint64, [_region]),
@@ -186,11 +186,11 @@ _PROTOTYPES = {
     "pin_region_map": (c_int, [_region, POINTER(c_void_p)]),
     "pin_region_unmap": (c_int, [_region]),
     "pin_region_info": (c_int, [_region, POINTER(PinRegionInfo)]),
-    "pin_seal": (c_int, [_region]),
-    "pin_donate": (c_int, [_region, c_int]),
-    "pin_publish": (c_int, [_region]),
-    "pin_reopen": (c_int, [_region]),
-    "pin_holders": (c_int, [_region, POINTER(PinHolder), c_size_t]),
+    "pin_region_seal": (c_int, [_region]),
+    "pin_region_donate": (c_int, [_region, c_int]),
+    "pin_region_publish": (c_int, [_region]),
+    "pin_region_reopen": (c_int, [_region]),
+    "pin_region_holders": (c_int, [_region, POINTER(PinHolder), c_size_t]),
     "pin_holder_format": (c_int, [POINTER(PinHolder), c_char_p, c_size_t]),
     "pin_view_create": (c_int, [_region, c_uint64, c_uint64, c_uint,
                                 POINTER(c_void_p)]),
@@ -204,13 +204,13 @@ _PROTOTYPES = {
 # Checkpoint I/O and references; optional so that an older libpin still
 # serves views.
 _OPTIONAL = {
-    "pin_refs": (c_int, [_region, POINTER(PinRefRange), c_size_t]),
+    "pin_region_refs": (c_int, [_region, POINTER(PinRefRange), c_size_t]),
     "pin_ref_format": (c_int, [POINTER(PinRefRange), c_char_p, c_size_t]),
     "pin_dtype_name": (c_char_p, [c_int]),
     "pin_dtype_from_name": (c_int, [c_char_p]),
     "pin_dtype_bits": (c_uint, [c_int]),
-    "pin_st_new": (_st, []),
-    "pin_st_free": (None, [_st]),
+    "pin_st_create": (_st, []),
+    "pin_st_close": (None, [_st]),
     "pin_st_error": (c_char_p, [_st]),
     "pin_st_load": (c_int, [_st, _dev, c_char_p, POINTER(PinIoOpts)]),
     "pin_st_load_on_node": (c_int, [_st, _dev, c_char_p, c_int, c_uint,
@@ -227,12 +227,12 @@ _OPTIONAL = {
     "pin_st_load_into": (c_int, [_st, _region, c_uint64, c_char_p,
                                  POINTER(PinIoOpts)]),
     "pin_st_parse_file": (c_int, [_st, c_char_p]),
-    "pin_io_read": (c_int, [c_void_p, c_uint64, c_char_p, c_uint64,
+    "pin_file_read": (c_int, [c_void_p, c_uint64, c_char_p, c_uint64,
                             c_uint64, POINTER(PinIoOpts),
                             POINTER(PinIoStats)]),
-    "pin_io_span": (c_uint64, [c_uint64, c_uint64]),
-    "pin_send_fd": (c_int, [c_int, c_int]),
-    "pin_recv_fd": (c_int, [c_int, POINTER(c_int)]),
+    "pin_file_span": (c_uint64, [c_uint64, c_uint64]),
+    "pin_fd_send": (c_int, [c_int, c_int]),
+    "pin_fd_recv": (c_int, [c_int, POINTER(c_int)]),
     "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),
     "pin_st_timeline": (c_int, [_st, POINTER(PinStStep), c_size_t]),
     "pin_st_save": (c_int, [_st, c_char_p, POINTER(PinStTensor), c_size_t,

@@ -99,7 +99,7 @@ class Device:
             raise PinError(-ret, _lib.text(why.value) or
                            "open %s backend: %s" % (backend,
                                                     os.strerror(-ret)))
-        self._h = _Handle(p.value, lib.pin_close)
+        self._h = _Handle(p.value, lib.pin_dev_close)
         self._lock = threading.Lock()
         self.backend = _lib.text(lib.pin_backend_name(
             lib.pin_dev_backend(p.value)))
@@ -153,9 +153,9 @@ class Device:
         if any_node and node is None:
             raise ValueError("pinmem: any_node needs a node")
         p = ctypes.c_void_p()
-        flags = _lib.PIN_ALLOC_FALLBACK if fallback else 0
+        flags = _lib.PIN_REGION_FALLBACK if fallback else 0
         if any_node:
-            flags |= _lib.PIN_ALLOC_ANY_NODE
+            flags |= _lib.PIN_REGION_ANY_NODE
         with self._lock:
             _check(lib.pin_alloc_on_node(self._ptr(), nbytes, flags,
                                          -1 if node is None else node,
@@ -193,7 +193,7 @@ class Region:
     (read-only views), 'donated' (no views: the owner rewrites it)."""
 
     def __init__(self, ptr, dev):
-        self._h = _Handle(ptr, lib.pin_region_free)
+        self._h = _Handle(ptr, lib.pin_region_close)
         self._lock = threading.Lock()
         self._owner = None          # weakref to the _OwnerMapping
         self.id = lib.pin_region_id(ptr)
@@ -252,7 +252,7 @@ class Region:
                 raise ValueError("pinmem: region %d: arrays over the owner "
                                  "mapping still exist" % self.id)
             if self._h.alive:
-                ret = lib.pin_region_free(self._h.ptr)
+                ret = lib.pin_region_close(self._h.ptr)
                 if ret < 0:
                     _check(ret, self._err, "free")
                 self._h._fin.detach()
@@ -290,7 +290,7 @@ class Region:
         cap = 16
         while True:
             arr = (_lib.PinHolder * cap)()
-            n = lib.pin_holders(self._h.ptr, arr, cap)
+            n = lib.pin_region_holders(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "holders")
             if n <= cap:
@@ -305,12 +305,12 @@ class Region:
             return self._holders_unlocked()
 
     def _refs_unlocked(self):
-        if not _lib.has("pin_refs"):
+        if not _lib.has("pin_region_refs"):
             return []
         cap = 16
         while True:
             arr = (_lib.PinRefRange * cap)()
-            n = lib.pin_refs(self._h.ptr, arr, cap)
+            n = lib.pin_region_refs(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "refs")
             if n <= cap:
@@ -337,7 +337,7 @@ class Region:
                             "owner mapping exist, and the portable backend "
                             "makes that mapping read-only when it seals; "
                             "drop them first" % self.id)
-        self._call(lib.pin_seal, "seal")
+        self._call(lib.pin_region_seal, "seal")
 
     def donate(self, timeout=0):
         """OPEN/SEALED -> DONATED, only when no view mapping exists and no
@@ -356,15 +356,15 @@ class Region:
             if timeout > 0 and ms == 0:
                 ms = 1
             ms = min(ms, 2**31 - 1)
-        self._call(lib.pin_donate, "donate", ms)
+        self._call(lib.pin_region_donate, "donate", ms)
 
     def publish(self):
         """DONATED -> SEALED."""
-        self._call(lib.pin_publish, "publish")
+        self._call(lib.pin_region_publish, "publish")
 
     def reopen(self):
         """DONATED -> OPEN."""
-        self._call(lib.pin_reopen, "reopen")
+        self._call(lib.pin_region_reopen, "reopen")
 
     # -- memory
 

@@ -127,12 +127,12 @@ def load_into(region, path, offset=0, queue_depth=None, request_size=None,
 def fill_view(view, path, region=None, queue_depth=None, request_size=None,
               direct=True):
     """Read a .safetensors file's data section into a writable view (a
-    PinnedArray of region.view(..., writable=True)) with pin_io_read
+    PinnedArray of region.view(..., writable=True)) with pin_file_read
     (io_uring, O_DIRECT where allowed); the view must start on a page and
     hold the section's 4096-aligned superset. Places are region offsets,
     so that views made after sealing find the tensors; region (the view's
     Region) lets the Placement make them."""
-    _need("pin_io_read")
+    _need("pin_file_read")
     m = _mapping_of(view)
     if m is None or not view.flags.writeable or not view.flags.c_contiguous:
         raise ValueError("pinmem: fill_view needs a writable, contiguous "
@@ -140,14 +140,14 @@ def fill_view(view, path, region=None, queue_depth=None, request_size=None,
     addr = view.__array_interface__["data"][0]
     meta, ents, start = _format.parse_file(path)
     data_len = os.stat(path).st_size - start
-    need = lib.pin_io_span(start, data_len)
+    need = lib.pin_file_span(start, data_len)
     if need > view.nbytes:
         raise ValueError("pinmem: %s needs %d bytes of view (the data "
                          "section's 4096-aligned superset), the view has %d"
                          % (path, need, view.nbytes))
     opts = _opts(queue_depth, request_size, direct)
     st = _lib.PinIoStats()
-    ret = lib.pin_io_read(addr, view.nbytes, os.fsencode(path), start,
+    ret = lib.pin_file_read(addr, view.nbytes, os.fsencode(path), start,
                           data_len, ctypes.byref(opts), ctypes.byref(st))
     if ret < 0:
         raise PinError(-ret, _lib.text(st.error) or os.strerror(-ret))

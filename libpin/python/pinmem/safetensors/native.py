@@ -58,10 +58,10 @@ class _St:
     made of them stay valid)."""
 
     def __init__(self):
-        _need("pin_st_new")
-        self.ptr = lib.pin_st_new()
+        _need("pin_st_create")
+        self.ptr = lib.pin_st_create()
         if not self.ptr:
-            raise MemoryError("pinmem: pin_st_new")
+            raise MemoryError("pinmem: pin_st_create")
 
     def err(self):
         return lib.pin_st_error(self.ptr)
@@ -70,7 +70,7 @@ class _St:
         return self
 
     def __exit__(self, *exc):
-        lib.pin_st_free(self.ptr)
+        lib.pin_st_close(self.ptr)
         self.ptr = None
         return False
 
@@ -167,7 +167,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
                                       ctypes.byref(opts))
             else:
-                flags = _lib.PIN_ALLOC_ANY_NODE if any_node else 0
+                flags = _lib.PIN_REGION_ANY_NODE if any_node else 0
                 ret = lib.pin_st_load_on_node(ck.ptr, dev._ptr(),
                                               os.fsencode(path), node,
                                               flags, ctypes.byref(opts))
@@ -193,7 +193,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 by_region[rp] = raw
             regions = None
             if _lib.has("pin_st_take_region"):
-                # Ours now: pin_st_free below no longer frees them. The
+                # Ours now: pin_st_close below no longer frees them. The
                 # owner mapping is not needed until someone asks for it.
                 regions = []
                 for i in range(len(files)):
