@@ -8,11 +8,31 @@
  * registration). Programs include <pin.h>.
  *
  * Conventions, for every function below and in those headers:
+ *  - Names are pin_<object>_<verb>: pin_dev_*, pin_region_*, pin_view_*,
+ *    pin_st_* (checkpoints), pin_cuda_*, pin_file_* (plain memory to and
+ *    from files), pin_fd_*. A handle is made by _open, _create or
+ *    _import and ended by _close.
  *  - Functions returning int return 0 (or a count where said) on success
  *    and a negative errno value on failure; they never set errno for you.
- *  - Each handle (struct pin_dev, pin_region, pin_view, pin_cuda) keeps a
- *    description in words of its last failure: pin_*_error(). It stays
- *    valid until the next call on the same handle.
+ *  - Error text, one way: each handle (struct pin_dev, pin_region,
+ *    pin_view, pin_st, pin_cuda) keeps a description in words of its last
+ *    failure, pin_<kind>_error(handle), valid until the next call on the
+ *    same handle. A call that has no handle to keep it (pin_dev_open and
+ *    pin_cuda_open failing before there is one, pin_file_read,
+ *    pin_file_write) writes it to the why buffer of its options (why,
+ *    why_len bytes with the NUL, cut to fit; NULL: none), "" on success.
+ *  - Extensible structs: a struct that may grow begins with uint32_t size,
+ *    which the caller sets to sizeof the struct it was compiled with:
+ *    `struct pin_region_opts o = PIN_INIT(struct pin_region_opts);` (the
+ *    other fields zero), or a designated initializer with .size first.
+ *    Options (in): NULL means every default; a size below the struct's
+ *    size in 1.0 is -EINVAL; bytes past the fields this libpin knows must
+ *    be zero, else -E2BIG (an option it cannot honour is never ignored).
+ *    Results (out): a size below 1.0's is -EINVAL; libpin fills the fields
+ *    it knows, zeroes the bytes past them up to size and leaves size as it
+ *    was. Arrays: the size of element 0 is the stride of the whole array
+ *    (the others need not be set); libpin sets it in each element it
+ *    fills.
  *  - Distinct handles may be used from distinct threads at once; one handle
  *    must not be used from two threads at once. libpin has no global state.
  *  - Every object a function hands out has one owner: the caller, who ends
@@ -47,6 +67,9 @@
 extern "C" {
 #endif
 
+/* An extensible struct with its size set and every other field zero. */
+#define PIN_INIT(type)	((type){ .size = sizeof(type) })
+
 /*
  * The version of the libpin that is running, "MAJOR.MINOR.PATCH" (the
  * macros give the version compiled against). The project has one version:
@@ -62,6 +85,14 @@ struct pin_dev;
 #define PIN_BACKEND_DEVICE	1	/* /dev/pinmem or fail */
 #define PIN_BACKEND_PORTABLE	2	/* memfd, even when the device exists */
 
+/* Options of pin_dev_open; NULL: none. */
+struct pin_dev_opts {
+	uint32_t size;			/* sizeof(struct pin_dev_opts) */
+	uint32_t flags;			/* none yet: 0 */
+	char *why;			/* on failure, why in words; may be NULL */
+	size_t why_len;
+};
+
 /*
  * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem exists
  * and the portable backend only when it does not (the module is not
@@ -71,16 +102,13 @@ struct pin_dev;
  * overrides AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no
  * device), -EACCES/-EPERM, -EPROTO (module ABI too old or too new for this
  * library), -ENODEV (something else at /dev/pinmem), -ENOMEM, -EINVAL
- * (unknown backend, or a bad PIN_BACKEND).
- * On failure *devp is NULL and nothing is left open.
+ * (unknown backend, or a bad PIN_BACKEND, opts), -E2BIG (opts).
+ * On failure *devp is NULL, nothing is left open, and opts->why says why
+ * in words with the command that fixes it (group membership, module
+ * version, "sudo modprobe pinmem"); tools print it as it is.
  */
-int pin_dev_open(struct pin_dev **devp, int backend, NULL);
-/*
- * pin_dev_open, and on failure why in words with the command that fixes it
- * (group membership, module version, "sudo modprobe pinmem") in why[len]
- * (cut to fit; may be NULL). Tools print it as it is.
- */
-int pin_dev_open(struct pin_dev **devp, int backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = char *why, .why_len = size_t len });
+int pin_dev_open(struct pin_dev **devp, int backend,
+		 const struct pin_dev_opts *opts);
 /*
  * Which backend the handle uses and why, in words: "device /dev/pinmem:
  * pinmem.ko 0.2.0, ABI 1; ...", or "portable (memfd), no kernel
@@ -94,6 +122,7 @@ const char *pin_backend_name(int backend);		/* "device", "portable" */
 const char *pin_dev_error(const struct pin_dev *dev);
 
 struct pin_dev_info {
+	uint32_t size;			/* set by the caller */
 	int backend;
 	uint32_t abi_version;		/* 0 on the portable backend */
 	uint32_t abi_min_compat;
@@ -113,6 +142,20 @@ int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *info);
 struct pin_region;
 
 #define PIN_REGION_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
+#define PIN_REGION_ANY_NODE	(1U << 1)	/* with PIN_REGION_NODE: prefer
+						 * the node, let others serve
+						 * what it cannot */
+#define PIN_REGION_NODE		(1U << 2)	/* place on opts->node */
+
+/*
+ * Options of pin_region_create; NULL: none (2 MiB chunks only, the
+ * caller's mempolicy).
+ */
+struct pin_region_opts {
+	uint32_t size;			/* sizeof(struct pin_region_opts) */
+	uint32_t flags;			/* PIN_REGION_* */
+	int32_t node;			/* NUMA node, with PIN_REGION_NODE */
+};
 
 #define PIN_STATE_OPEN		1
 #define PIN_STATE_SEALED	2
@@ -121,8 +164,9 @@ struct pin_region;
 const char *pin_state_name(int state);	/* "open", "sealed", "donated" */
 
 struct pin_region_info {
+	uint32_t size;			/* set by the caller */
 	uint64_t id;
-	uint64_t size;
+	uint64_t region_size;		/* bytes, as pin_region_size */
 	int state;			/* PIN_STATE_* */
 	int donate_pending;		/* a donate is waiting for views to drain */
 	unsigned chunk_order;		/* 9 */
@@ -141,27 +185,21 @@ struct pin_region_info {
  * Allocate a zeroed, pinned region of at least size bytes (rounded up to a
  * page). Errors: -EINVAL (size 0 or over the per-region limit, flags),
  * -ENOSPC (device-wide limit), -ENOMEM (RLIMIT_MEMLOCK, cgroup, no huge
- * pages without PIN_REGION_FALLBACK), -EINTR.
+ * pages without PIN_REGION_FALLBACK), -EINTR, -E2BIG (opts).
+ *
+ * With PIN_REGION_NODE, on NUMA node opts->node (>= 0): every chunk from
+ * that node, else -ENOMEM (a node without memory, or too little free on
+ * it), unless PIN_REGION_ANY_NODE. Without PIN_REGION_NODE: the caller's
+ * mempolicy. -EINVAL: no such node online, or ANY_NODE without NODE.
+ * -EOPNOTSUPP: a module older than ABI 3. On the portable backend the
+ * allocating thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED
+ * with ANY_NODE) for the time of the allocation: a node without memory,
+ * or with less in all than size, is -ENOMEM, but one that runs short
+ * meets the kernel's reclaim and OOM killer, as numactl --membind does.
  */
-int pin_region_create(struct pin_dev *dev, uint64_t size, unsigned flags,
-	      struct pin_region **rp);
-
-/* With a node: prefer it, but let other nodes serve what it cannot. */
-#define PIN_REGION_ANY_NODE	(1U << 1)
-
-/*
- * pin_region_create on NUMA node `node` (>= 0): every chunk from that node, else
- * -ENOMEM (a node without memory, or too little free on it), unless
- * PIN_REGION_ANY_NODE. node -1 is pin_region_create: the caller's mempolicy.
- * -EINVAL: no such node online, or ANY_NODE with node -1. -EOPNOTSUPP:
- * a module older than ABI 3. On the portable backend the allocating
- * thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED with
- * ANY_NODE) for the time of the allocation: a node without memory, or
- * with less in all than size, is -ENOMEM, but one that runs short meets
- * the kernel's reclaim and OOM killer, as numactl --membind does.
- */
-int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
-		      int node, struct pin_region **rp);
+int pin_region_create(struct pin_dev *dev, uint64_t size,
+		      const struct pin_region_opts *opts,
+		      struct pin_region **rp);
 
 /*
  * Where the region's memory lies: bytes[n] (n < capacity) gets the bytes
@@ -241,6 +279,7 @@ int pin_region_reopen(struct pin_region *r);
 #define PIN_HOLDER_VIEW		2
 
 struct pin_holder {
+	uint32_t size;		/* set by the caller (element 0) */
 	pid_t pid;
 	int kind;		/* PIN_HOLDER_* */
 	uint64_t start;		/* address in that process; 0: withheld
@@ -258,7 +297,8 @@ struct pin_holder {
  * The kernel withholds (start 0) the address of a mapping in a process of
  * another user unless the caller has CAP_SYS_PTRACE.
  */
-int pin_region_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
+int pin_region_holders(struct pin_region *r, struct pin_holder *holders,
+		       size_t cap);
 
 /*
  * Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- at +0x0".
@@ -274,9 +314,9 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
  * unknown or not the caller's. -EOPNOTSUPP on portable.
  */
 int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
-		 size_t cap);
+		    size_t cap);
 int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,
-		    struct pin_holder *holders, size_t cap);
+			   struct pin_holder *holders, size_t cap);
 
 /* ---- Page references ---------------------------------------------------- */
 
@@ -313,6 +353,7 @@ int pin_region_expect(struct pin_region *r, uint64_t offset, uint64_t length,
  * them, only where and how.
  */
 struct pin_ref_range {
+	uint32_t size;		/* set by the caller (element 0) */
 	uint64_t offset;	/* into the region */
 	uint64_t length;
 	uint64_t refs;
@@ -326,9 +367,10 @@ struct pin_ref_range {
  * returns how many exist; -EOPNOTSUPP on the portable backend or a
  * module before ABI 2.
  */
-int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap);
+int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges,
+		    size_t cap);
 int pin_dev_region_refs(struct pin_dev *dev, uint64_t id,
-		 struct pin_ref_range *ranges, size_t cap);
+			struct pin_ref_range *ranges, size_t cap);
 
 /*
  * Format one run as "bytes [0 MiB, 2 MiB) referenced outside any mapping:

@@ -79,7 +79,7 @@ static int zero_copy(struct gather *g, uint64_t n, struct slot *s)
 static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 		      const struct pin__seg *segs, size_t nseg,
 		      uint64_t file_off, uint64_t total, uint64_t wlen,
-		      const struct pin_io_opts *o, struct pin_io_stats *st)
+		      const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	struct gather g = { .segs = segs, .nseg = nseg };
 	uint64_t next = file_off, end = file_off + wlen, done = 0;
@@ -157,7 +157,7 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 
 int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 		     size_t nseg, uint64_t file_off,
-		     const struct pin_io_opts *o, struct pin_io_stats *st)
+		     const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	uint64_t total = 0, wlen, tail = 0, t0;
 	struct engine e;

@@ -154,16 +154,33 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	return 0;
 }
 
-int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
-		      int node, struct pin_region **rp)
+int pin_region_create(struct pin_dev *dev, uint64_t size,
+		      const struct pin_region_opts *opts,
+		      struct pin_region **rp)
 {
-	return region_alloc_node(dev, size, flags, node, rp, 0);
-}
+	struct pin_region_opts o;
+	int ret;
 
-int pin_region_create(struct pin_dev *dev, uint64_t size, unsigned flags,
-	      struct pin_region **rp)
-{
-	return region_alloc_node(dev, size, flags, -1, rp, 0);
+	if (rp)
+		*rp = NULL;
+	ret = pin__opts_in(&o, sizeof(o), opts, PIN__REGION_OPTS_SIZE);
+	if (ret || !dev)
+		return ret ? ret : -EINVAL;
+	if (o.flags & ~(PIN_REGION_FALLBACK | PIN_REGION_ANY_NODE |
+			PIN_REGION_NODE))
+		return pin__fail(dev->err, -EINVAL, "alloc: unknown flags 0x%x",
+				 o.flags);
+	if (!(o.flags & PIN_REGION_NODE)) {
+		if (o.flags & PIN_REGION_ANY_NODE)
+			return pin__fail(dev->err, -EINVAL,
+					 "alloc: PIN_REGION_ANY_NODE without PIN_REGION_NODE");
+		o.node = -1;
+	} else if (o.node < 0) {
+		return pin__fail(dev->err, -EINVAL, "alloc: node %d",
+				 (int)o.node);
+	}
+	return region_alloc_node(dev, size, o.flags & ~PIN_REGION_NODE,
+				 o.node, rp, 0);
 }
 
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
@@ -327,19 +344,25 @@ int pin_region_unmap(struct pin_region *r)
 	return 0;
 }
 
-int pin_region_info(struct pin_region *r, struct pin_region_info *info)
+int pin_region_info(struct pin_region *r, struct pin_region_info *out)
 {
 	struct pinmem_region_info ri;
+	struct pin_region_info info;
 	int ret;
 
-	if (!r || !info)
+	if (!r || pin__out_check(out, PIN__REGION_INFO_SIZE))
 		return -EINVAL;
-	if (r->backend == PIN_BACKEND_PORTABLE)
-		return pin__portable_info(r, info);
-	memset(&ri, 0, sizeof(ri));
-	ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
-	if (ret)
-		return pin__fail(r->err, ret, "info of region %" PRIu64, r->id);
-	pin__info_from_uapi(info, &ri);
-	return 0;
+	if (r->backend == PIN_BACKEND_PORTABLE) {
+		ret = pin__portable_info(r, &info);
+	} else {
+		memset(&ri, 0, sizeof(ri));
+		ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+		if (ret)
+			return pin__fail(r->err, ret,
+					 "info of region %" PRIu64, r->id);
+		pin__info_from_uapi(&info, &ri);
+	}
+	if (!ret)
+		pin__out_put(out, &info, sizeof(info));
+	return ret;
 }

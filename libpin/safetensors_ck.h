@@ -40,12 +40,12 @@ struct pin_st {
 	size_t nmeta;
 	struct st_file *files;
 	size_t nfiles;
-	struct pin_io_stats stats;
+	struct pin__io_stats stats;
 	struct pin_st_phases phases;	/* of the last load */
 	struct pin_st_step *steps;	/* of the last load */
 	size_t nsteps;
 	int node;			/* of the load under way: its regions' */
-	unsigned node_flags;		/* NUMA node (-1: any) and PIN_ALLOC_* */
+	unsigned node_flags;		/* NUMA node (-1: any), PIN_REGION_ANY_NODE */
 	char err[PIN_ERR_LEN];
 };
 

@@ -151,7 +151,7 @@ int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 		goto out;
 	/* Every map entry is in the file it names, and nothing else is. */
 	for (i = 0; i < wm->n; i++) {
-		struct pin_st_tensor t;
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		const char *want = wm->items[i]->s;
 		const char *have;
 

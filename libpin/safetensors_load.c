@@ -26,7 +26,7 @@ static void st_progress_cb(void *arg, uint64_t done, uint64_t total)
 				  p->total);
 }
 
-static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
+static void stats_add(struct pin__io_stats *sum, const struct pin__io_stats *s,
 		      int first)
 {
 	sum->bytes += s->bytes;
@@ -83,7 +83,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 {
 	struct pin_io_opts po = *o;
 	struct st_file *sf = &ck->files[fi];
-	struct pin_io_stats st;
+	struct pin__io_stats st;
 	struct pin_region *r = NULL;
 	uint64_t t0 = pin__now_ns(), tp, head, span, astart;
 	size_t first = ck->n, i;
@@ -207,36 +207,60 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
-		const struct pin_io_opts *opts)
+/*
+ * The caller's load options into lo, and where its regions go: node -1
+ * (the caller's mempolicy) or a node, flags PIN_REGION_ANY_NODE or 0.
+ */
+static int load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
+		     struct pin_st_load_opts *lo, int *node, unsigned *flags)
 {
-	return pin_st_load(ck, dev, path, &(struct pin_st_load_opts){ .size = sizeof(struct pin_st_load_opts), .region = &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = (0) | ((-1) != -1 ? PIN_REGION_NODE : 0), .node = -1 }, .io = opts });
+	struct pin_region_opts ro;
+	int ret;
+
+	ret = pin__opts_in(lo, sizeof(*lo), opts, PIN__ST_LOAD_OPTS_SIZE);
+	if (!ret)
+		ret = pin__opts_in(&ro, sizeof(ro), lo->region,
+				   PIN__REGION_OPTS_SIZE);
+	if (ret)
+		return pin__st_fail(ck, ret, "load options: %s",
+				    ret == -E2BIG ? "fields this libpin does not know are set" :
+				    "size below libpin 1.0's (PIN_INIT sets it)");
+	if (lo->flags || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
+	    ro.flags == PIN_REGION_ANY_NODE ||
+	    ((ro.flags & PIN_REGION_NODE) && ro.node < 0))
+		return pin__st_fail(ck, -EINVAL,
+				    "load: flags 0x%x, region flags 0x%x, node %d",
+				    lo->flags, ro.flags, (int)ro.node);
+	*node = (ro.flags & PIN_REGION_NODE) ? ro.node : -1;
+	*flags = ro.flags & PIN_REGION_ANY_NODE;
+	return 0;
 }
 
-int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
-			const char *path, int node, unsigned flags,
-			const struct pin_io_opts *opts)
+int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
+		const struct pin_st_load_opts *opts)
 {
-	struct st_progress prog = { .user = opts };
+	struct st_progress prog = { 0 };
+	struct pin_st_load_opts lo;
 	struct pin_io_opts o;
+	unsigned flags;
 	struct stat sb;
-	int ret;
+	int ret, node;
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
-	if ((flags & ~PIN_REGION_ANY_NODE) || node < -1 ||
-	    (node == -1 && flags))
-		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
-				    node, flags);
+	ret = load_opts(ck, opts, &lo, &node, &flags);
+	if (ret)
+		return ret;
 	ck->node = node;
 	ck->node_flags = flags;
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	memset(&ck->phases, 0, sizeof(ck->phases));
 	ck->nsteps = 0;
-	ret = pin__io_opts(opts, &o, &ck->stats);
+	ret = pin__io_opts(lo.io, &o, &ck->stats);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
+	prog.user = &o;
 	if (ends_with(path, ".index.json")) {
 		ret = pin__st_load_index(ck, dev, path, &o, &prog);
 	} else {
@@ -262,7 +286,7 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 			     uint64_t region_off, uint64_t span,
 			     const char *path)
 {
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	int ret = pin_region_info(r, &ri);
 
 	if (ret)
@@ -271,11 +295,11 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 	if (ri.state == PIN_STATE_SEALED)
 		return pin__st_fail(ck, -EPERM, "%s: region %llu is sealed: its owner writes only while it is open or donated (reopen it first)",
 				    path, (unsigned long long)ri.id);
-	if (region_off > ri.size || span > ri.size - region_off)
+	if (region_off > ri.region_size || span > ri.region_size - region_off)
 		return pin__st_fail(ck, -ENOSPC, "%s: %llu bytes (the data section's aligned superset) do not fit in region %llu (%llu bytes) at offset %llu",
 				    path, (unsigned long long)span,
 				    (unsigned long long)ri.id,
-				    (unsigned long long)ri.size,
+				    (unsigned long long)ri.region_size,
 				    (unsigned long long)region_off);
 	return 0;
 }
@@ -285,7 +309,7 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 		       uint64_t region_off, const struct pin_io_opts *o)
 {
 	struct st_file *sf = &ck->files[0];
-	struct pin_io_stats st;
+	struct pin__io_stats st;
 	uint64_t t0 = pin__now_ns(), head, span;
 	struct pin__file f;
 	size_t i;
@@ -332,14 +356,23 @@ out:
 
 int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		     uint64_t region_off, const char *path,
-		     const struct pin_io_opts *opts)
+		     const struct pin_st_load_opts *opts)
 {
+	struct pin_st_load_opts lo;
 	struct pin_io_opts o;
-	int ret;
+	unsigned flags;
+	int ret, node;
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
 	ck->err[0] = 0;
+	ret = load_opts(ck, opts, &lo, &node, &flags);
+	if (ret)
+		return ret;
+	if (lo.region)
+		return pin__st_fail(ck, -EINVAL,
+				    "%s: load into a region the caller has: no region options",
+				    path);
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	if (!r || region_off % PIN_IO_ALIGN)
 		return pin__st_fail(ck, -EINVAL, "%s: region offset %llu is not a multiple of %u",
@@ -348,7 +381,7 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	if (ends_with(path, ".index.json"))
 		return pin__st_fail(ck, -EINVAL, "%s: a sharded checkpoint: load each shard at an offset of its own",
 				    path);
-	ret = pin__io_opts(opts, &o, &ck->stats);
+	ret = pin__io_opts(lo.io, &o, &ck->stats);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
 	ret = pin__st_add_file(ck, path);

@@ -29,7 +29,7 @@ static int transition(struct pin_region *r, unsigned long req,
 static int state_error(struct pin_region *r, const char *op, int ret)
 {
 	if (ret == -EPERM) {
-		struct pin_region_info info;
+		struct pin_region_info info = PIN_INIT(struct pin_region_info);
 		const char *st = "?";
 
 		if (pin_region_info(r, &info) == 0)

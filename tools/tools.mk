@@ -4,7 +4,7 @@ TOOLS := $(patsubst tools/%.c,$(B)/bin/%,$(wildcard tools/*.c))
 
 all: $(TOOLS)
 
-$(B)/bin/%: tools/%.c tools/json.h tools/cpu.h tools/pages.h tools/pinbench_donate.h tools/pinbench_alloc_rate.h tools/pinbench_baselines.h tools/pinbench_report.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.0
+$(B)/bin/%: tools/%.c tools/json.h tools/cpu.h tools/pages.h tools/pinbench_donate.h tools/pinbench_alloc_rate.h tools/pinbench_baselines.h tools/pinbench_report.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -o $@ $< -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
 
