@@ -43,7 +43,7 @@ static inline long long pmd_mapped_kb(const void *addr)
 /* "device", "hugetlb", "thp", "4k" or "unknown": r, of backend. */
 static inline const char *page_kind(int backend, struct pin_region *r)
 {
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	void *map;
 	long long kb;
 

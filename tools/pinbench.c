@@ -163,7 +163,7 @@ static double median(const struct series *s)
 /* Whether the load's steps were read by the module's FILL. */
 static int kernel_filled(const struct pin_st *ck)
 {
-	struct pin_st_step step;
+	struct pin_st_step step = PIN_INIT(struct pin_st_step);
 
 	return pin_st_timeline(ck, &step, 1) > 0 &&
 	       (step.flags & PIN_ST_STEP_KERNEL_FILL);
@@ -171,10 +171,14 @@ static int kernel_filled(const struct pin_st *ck)
 
 static int bench_load(struct cfg *c, const char *file)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = c->qd, .request_size = c->req,
 				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
 					  (c->no_kernel_fill ?
 					   PIN_IO_NO_KERNEL_FILL : 0) };
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
 	struct series s[9];
 	struct pin_dev *devs[2] = { 0 };
 	struct pin_region *r = NULL;
@@ -198,7 +202,10 @@ static int bench_load(struct cfg *c, const char *file)
 	memset(ph, 0, sizeof(ph));
 	for (b = 0; b < c->nbackends; b++) {
 		char why[1024];
-		int ret = pin_dev_open(&devs[b], c->backends[b], &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
+		struct pin_dev_opts o = {
+			.size = sizeof(o), .why = why, .why_len = sizeof(why),
+		};
+		int ret = pin_dev_open(&devs[b], c->backends[b], &o);
 
 		if (ret) {
 			fprintf(stderr, "pinbench: %s backend: %s\n",
@@ -229,7 +236,7 @@ static int bench_load(struct cfg *c, const char *file)
 	s[i_mmap_e2e].name = "mmap + memcpy -> fresh pinned";
 	/* The baselines' pinned destination, allocated once, off the clock. */
 	if (pin_region_create(devs[0], size, NULL, &r) &&
-	    pin_region_create(devs[0], size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) {
+	    pin_region_create(devs[0], size, &fallback, &r)) {
 		fprintf(stderr, "pinbench: pinned region of %llu bytes: %s\n",
 			(unsigned long long)size, pin_dev_error(devs[0]));
 		return 1;
@@ -241,13 +248,13 @@ static int bench_load(struct cfg *c, const char *file)
 	for (run = 0; run < c->runs; run++) {
 		for (b = 0; b < c->nbackends; b++) {
 			struct pin_st *ck = pin_st_create();
-			struct pin_io_stats st;
+			struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 			struct cpu_mark m;
 
 			prep_cold(c);
 			cpu_start(&m);
-			if (pin_st_load(ck, devs[b], file, &o) &&
-			    pin_st_load(ck, devs[b], file, &o)) {
+			if (pin_st_load(ck, devs[b], file, &lo) &&
+			    pin_st_load(ck, devs[b], file, &lo)) {
 				fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
 				return 1;
 			}
@@ -357,9 +364,12 @@ static int bench_load_pool(struct cfg *c, const char *file)
 
 static int bench_save(struct cfg *c, const char *out)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = c->qd, .request_size = c->req };
 	enum { NT = 16 };
-	struct pin_st_tensor t[NT];
+	struct pin_st_tensor t[NT] = { { .size = sizeof(struct pin_st_tensor) } };
 	uint64_t shapes[NT], size = c->save_size, per = size / NT, i;
 	char names[NT][16], fiofile[4096], fb[256] = "";
 	struct series s[4];
@@ -374,7 +384,7 @@ static int bench_save(struct cfg *c, const char *out)
 	size = per * NT;
 	if (pin_dev_open(&dev, c->backends[0], NULL) ||
 	    (pin_region_create(dev, size, NULL, &r) &&
-	     pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) ||
+	     pin_region_create(dev, size, &fallback, &r)) ||
 	    pin_region_map(r, &map)) {
 		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
 			(unsigned long long)size);
@@ -401,7 +411,7 @@ static int bench_save(struct cfg *c, const char *out)
 	s[2].name = "fio io_uring O_DIRECT + fsync";
 	s[3].name = "fio O_DIRECT + fsync, fixedbufs";
 	for (run = 0; run < c->runs; run++) {
-		struct pin_io_stats st;
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 		struct cpu_mark m;
 
 		unlink(out);

@@ -238,6 +238,9 @@ static void mmap_alloc_load(struct cfg *c, struct series *s,
 			    struct pin_dev *dev, const char *file,
 			    uint64_t size)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_region *r = NULL;
 	uint64_t t0;
 	struct cpu_mark m;
@@ -248,7 +251,7 @@ static void mmap_alloc_load(struct cfg *c, struct series *s,
 	cpu_start(&m);
 	t0 = now_ns();
 	if ((!pin_region_create(dev, size, NULL, &r) ||
-	     !pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r)) &&
+	     !pin_region_create(dev, size, &fallback, &r)) &&
 	    !pin_region_map(r, &dst) && mmap_load(file, dst, size) > 0)
 		bps = (double)size / ((double)(now_ns() - t0) / 1e9);
 	pin_region_close(r);

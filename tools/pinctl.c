@@ -15,7 +15,7 @@
  *
  * JSON (one object on stdout; sizes and addresses are plain integers):
  *   info:    {"backend": "device"|"portable", "backend_why": "...",
- *             "libpin_version": "0.2.0", "kernel_arbitration": bool,
+ *             "libpin_version": "1.0.0", "kernel_arbitration": bool,
  *             "abi_version": N, "abi_min_compat": N, "chunk_size": N,
  *             "max_total_bytes": N, "max_region_bytes": N (0: no limit),
  *             "total_bytes": N, "nr_regions": N, "nr_mappings": N,
@@ -117,7 +117,10 @@ static void prot_str(int prot, char out[4])
 static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 {
 	char why[1024];
-	int ret = pin_dev_open(devp, PIN_BACKEND_AUTO, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
+	int ret = pin_dev_open(devp, PIN_BACKEND_AUTO, &o);
 
 	if (ret) {
 		fprintf(stderr, "pinctl %s: %s\n", cmd,
@@ -136,7 +139,7 @@ static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 
 static int cmd_info(int json)
 {
-	struct pin_dev_info info;
+	struct pin_dev_info info = PIN_INIT(struct pin_dev_info);
 	struct pin_dev *dev;
 	char a[32], b[32], c[32];
 	int ret, dev_backend;
@@ -227,6 +230,7 @@ static int cmd_ls(int json)
 			return EXIT_FAILED;
 		}
 		infos = p;
+		infos[0].size = sizeof(*infos);
 	}
 	n = (size_t)ret;
 	if (json) {
@@ -240,7 +244,7 @@ static int cmd_ls(int json)
 			       ", \"owner_mappings\": %" PRIu64 ", \"view_mappings\": %" PRIu64
 			       ", \"writable_view_mappings\": %" PRIu64 ", \"view_fds\": %" PRIu64
 			       ", \"owner_uid\": %u, \"owner_pid\": %d}",
-			       i ? ", " : "", r->id, r->size, r->nr_chunks,
+			       i ? ", " : "", r->id, r->region_size, r->nr_chunks,
 			       r->nr_fallback_chunks, r->min_order,
 			       pin_state_name(r->state),
 			       r->donate_pending ? "true" : "false",
@@ -304,7 +308,7 @@ static int parse_id(const char *s, uint64_t *id)
  */
 static void print_refs(struct pin_dev *dev, uint64_t id, int json)
 {
-	struct pin_ref_range rr[64];
+	struct pin_ref_range rr[64] = { { .size = sizeof(struct pin_ref_range) } };
 	char line[256];
 	int n, i;
 
@@ -412,6 +416,7 @@ static int cmd_holders(int json, const char *arg)
 			return EXIT_FAILED;
 		}
 		hs = p;
+		hs[0].size = sizeof(*hs);
 	}
 	n = (size_t)ret;
 	if (json) {

@@ -73,7 +73,7 @@ static int verify(struct pin_st *ck, uint64_t *bad)
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++) {
-		struct pin_st_tensor t;
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		uint64_t at = 0;
 		int fd;
 
@@ -113,13 +113,15 @@ static int save(struct pin_st *ck, const char *out,
 	const char **k = calloc(m + 1, sizeof(char *));
 	const char **v = calloc(m + 1, sizeof(char *));
 	struct pin_st *ctx = pin_st_create();
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	int ret = -ENOMEM;
 
 	if (!t || !k || !v || !ctx)
 		goto out;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		t[i].size = sizeof(t[i]);
 		pin_st_tensor(ck, i, &t[i]);
+	}
 	for (i = 0; i < m; i++)
 		pin_st_metadata(ck, i, &k[i], &v[i]);
 	ret = pin_st_save(ctx, out, t, n, k, v, m, o);
@@ -234,6 +236,8 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct pin_io_opts o = PIN_INIT(struct pin_io_opts);
+	struct pin_region_opts ro = PIN_INIT(struct pin_region_opts);
+	struct pin_st_load_opts load = PIN_INIT(struct pin_st_load_opts);
 	struct bar bar = { 0 };
 	const char *save_to = NULL;
 	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
@@ -241,6 +245,9 @@ int main(int argc, char **argv)
 	unsigned node_flags = 0;
 	struct pin_dev *dev;
 	char why[1024], *end;
+	struct pin_dev_opts dev_opts = {
+		.size = sizeof(dev_opts), .why = why, .why_len = sizeof(why),
+	};
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -285,7 +292,7 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	c = pin_dev_open(&dev, backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
+	c = pin_dev_open(&dev, backend, &dev_opts);
 	if (c) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-c));
 		return 1;
@@ -294,11 +301,17 @@ int main(int argc, char **argv)
 	bar.on = !json && !noprog && isatty(2);
 	o.progress = progress;
 	o.progress_arg = &bar;
+	if (node >= 0) {
+		ro.flags = PIN_REGION_NODE | node_flags;
+		ro.node = node;
+		load.region = &ro;
+	}
+	load.io = &o;
 	for (i = optind; i < argc; i++) {
 		struct pin_st *ck = pin_st_create();
-		struct pin_io_stats st;
-		struct pin_st_phases ph;
-		struct pin_st_step step;
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
+		struct pin_st_phases ph = PIN_INIT(struct pin_st_phases);
+		struct pin_st_step step = PIN_INIT(struct pin_st_step);
 		uint64_t bad = 0, chunks = 0, fbchunks = 0, bytes = 0;
 		const char *vres = NULL;
 		size_t f, t;
@@ -312,8 +325,7 @@ int main(int argc, char **argv)
 		bar.t0 = now_ns();
 		bar.last = 0;
 		cpu = cpu_seconds(RUSAGE_SELF);
-		ret = pin_st_load(ck, dev, argv[i], PIN_MIGRATE_ON_NODE(node, node_flags,
-					  &o);
+		ret = pin_st_load(ck, dev, argv[i], &load);
 		cpu = cpu_seconds(RUSAGE_SELF) - cpu;
 		if (ret) {
 			fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
@@ -333,7 +345,7 @@ int main(int argc, char **argv)
 		kfill = pin_st_timeline(ck, &step, 1) > 0 &&
 			(step.flags & PIN_ST_STEP_KERNEL_FILL);
 		for (f = 0; f < pin_st_file_count(ck); f++) {
-			struct pin_region_info ri;
+			struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 
 			if (!pin_region_info(pin_st_region(ck, f), &ri)) {
 				chunks += ri.nr_chunks;
@@ -341,7 +353,7 @@ int main(int argc, char **argv)
 			}
 		}
 		for (t = 0; t < pin_st_count(ck); t++) {
-			struct pin_st_tensor x;
+			struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
 
 			pin_st_tensor(ck, t, &x);
 			bytes += x.nbytes;

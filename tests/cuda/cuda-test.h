@@ -72,8 +72,11 @@ static inline struct pin_dev *test_dev(void)
 static inline struct pin_region *test_region(struct pin_dev *dev,
 					      uint64_t size)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_region *r;
-	int err = pin_region_create(dev, size, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r);
+	int err = pin_region_create(dev, size, &fallback, &r);
 
 	if (err)
 		FAIL("pin_region_create(%llu): %s", (unsigned long long)size,
@@ -85,11 +88,14 @@ static inline struct pin_cuda *test_cuda(void)
 {
 	struct pin_cuda *c;
 	char why[512];
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = why, .why_len = sizeof(why),
+	};
 	int err;
 
 	if (!getenv("PIN_CUDA_LIBRARY"))
 		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
-	err = pin_cuda_open(&c, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) });
+	err = pin_cuda_open(&c, 0, &co);
 	if (err)
 		FAIL("pin_cuda_open: %d: %s", err, why);
 	return c;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (pin_st_parse_buffer(ck, data, size, "fuzz") == 0) {
 		for (size_t i = 0; i < pin_st_count(ck); i++) {
-			struct pin_st_tensor t;
+			struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 			const uint8_t *p;
 
 			if (pin_st_tensor(ck, i, &t))

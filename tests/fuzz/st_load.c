@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ck && pin_dev_open(&dev, PIN_BACKEND_PORTABLE, NULL) == 0 &&
 	    pin_st_load(ck, dev, path, NULL) == 0) {
 		for (size_t i = 0; i < pin_st_count(ck); i++) {
-			struct pin_st_tensor t;
+			struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 
 			if (pin_st_tensor(ck, i, &t) ||
 			    t.file_offset > size || t.nbytes > size - t.file_offset ||

@@ -124,6 +124,8 @@ int main(int argc, char **argv)
 	int iters = argc > 2 ? atoi(argv[2]) : 5;
 	size_t size = (size_t)(gib * GiB) & ~(size_t)(2 * 1024 * 1024 - 1);
 	double h2d[3], d2h[3], t0, t_reg, t_unreg;
+	struct pin_region_opts ro = PIN_INIT(struct pin_region_opts);
+	struct pin_cuda_opts co = PIN_INIT(struct pin_cuda_opts);
 	struct pin_region *r;
 	struct pin_cuda *pc;
 	struct pin_dev *pd;
@@ -153,7 +155,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bandwidth: pin_dev_open: %s\n", strerror(-err));
 		return 1;
 	}
-	err = pin_cuda_open(&pc, 0, &(struct pin_cuda_opts){ .size = sizeof(struct pin_cuda_opts), .why = why, .why_len = sizeof(why) });
+	co.why = why;
+	co.why_len = sizeof(why);
+	err = pin_cuda_open(&pc, 0, &co);
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_cuda_open: %s\n", why);
 		return 1;
@@ -162,8 +166,12 @@ int main(int argc, char **argv)
 	node = pin_cuda_numa_node(pc);
 	if (node < 0)
 		node = -1;	/* none named, or sysfs could not say */
-	err = pin_alloc_on_node(pd, size, PIN_REGION_FALLBACK |
-				(node >= 0 ? PIN_REGION_ANY_NODE : 0), node, &r);
+	ro.flags = PIN_REGION_FALLBACK;
+	if (node >= 0) {
+		ro.flags |= PIN_REGION_NODE | PIN_REGION_ANY_NODE;
+		ro.node = node;
+	}
+	err = pin_region_create(pd, size, &ro, &r);
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_region_create %zu bytes: %s\n", size,
 			pin_dev_error(pd));

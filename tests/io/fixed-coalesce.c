@@ -209,7 +209,7 @@ static void check_case(const struct tracer *t, const char *name,
 
 int main(void)
 {
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct tracer tr;
 	struct pin_region *r;
 	struct pin_dev *dev;

@@ -34,8 +34,10 @@ int main(int argc, char **argv)
 	for (r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++)
 	for (q = 0; q < sizeof(qds) / sizeof(qds[0]); q++)
 	for (s = 0; s < sizeof(reqs) / sizeof(reqs[0]); s++) {
-		struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = qds[q], .request_size = reqs[s] };
-		struct pin_io_stats st;
+		char why[512];
+		struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why),
+					 .queue_depth = qds[q], .request_size = reqs[s] };
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 		uint64_t off = ranges[r][0], len = ranges[r][1];
 		int ret;
 
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 		ret = pin_file_read(buf, SIZE + 8192, path, off, len, &o, &st);
 		CHECK(ret == (int)(off % 4096), "read %llu+%llu qd %u req %u: %d: %s",
 		      (unsigned long long)off, (unsigned long long)len, qds[q],
-		      reqs[s], ret, st.error);
+		      reqs[s], ret, why);
 		CHECK(!memcmp(buf + ret, data + off, len), "bytes differ %llu+%llu",
 		      (unsigned long long)off, (unsigned long long)len);
 		CHECK(st.direct == 1, "not O_DIRECT: %s", st.fallback_reason);
@@ -57,7 +59,7 @@ int main(int argc, char **argv)
 	}
 	/* An unaligned destination: buffered, said so, same bytes. */
 	{
-		struct pin_io_stats st;
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 		int ret = pin_file_read(buf + 1, SIZE + 8000, path, 100, 5000, NULL, &st);
 
 		CHECK_EQ(ret, 100);

@@ -17,9 +17,12 @@
 
 int main(int argc, char **argv)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	const char *dir = test_dir(argc, argv);
 	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = 4, .request_size = 256 << 10 };
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct pin_region *r;
 	struct pin_dev *dev;
 	struct utsname u;
@@ -37,12 +40,12 @@ int main(int argc, char **argv)
 	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
 	ret = pin_region_create(dev, 8u << 20, NULL, &r);
 	if (ret == -ENOMEM)
-		ret = pin_region_create(dev, 8u << 20, &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = PIN_REGION_FALLBACK }, &r);
+		ret = pin_region_create(dev, 8u << 20, &fallback, &r);
 	CHECK(ret == 0, "alloc: %s", pin_dev_error(dev));
 	CHECK_EQ(pin_region_map(r, &map), 0);
 
 	ret = pin_region_read_file(r, 1 << 20, path, 5000, SIZE - 5000, &o, &st);
-	CHECK(ret == 5000 % 4096, "read: %d %s / %s", ret, st.error, pin_region_error(r));
+	CHECK(ret == 5000 % 4096, "read: %d %s", ret, pin_region_error(r));
 	CHECK(!memcmp((uint8_t *)map + (1 << 20) + ret, data + 5000, SIZE - 5000),
 	      "bytes in the region differ");
 	uname(&u);
@@ -69,7 +72,7 @@ int main(int argc, char **argv)
 
 	/* Back out from the region, then compare. */
 	ret = pin_region_write_file(r, (1 << 20) + 5000 % 4096, back, 0, SIZE - 5000, &o, &st);
-	CHECK(ret == 0, "write: %s", st.error);
+	CHECK(ret == 0, "write: %s", pin_region_error(r));
 	got = read_all(back, &n);
 	CHECK_EQ(n, SIZE - 5000);
 	CHECK(!memcmp(got, data + 5000, n), "written bytes differ");

@@ -18,7 +18,8 @@ static void same_bytes(struct pin_st *a, struct pin_st *b)
 
 	CHECK_EQ(pin_st_count(a), pin_st_count(b));
 	for (i = 0; i < pin_st_count(a); i++) {
-		struct pin_st_tensor x, y;
+		struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
+		struct pin_st_tensor y = PIN_INIT(struct pin_st_tensor);
 
 		pin_st_tensor(a, i, &x);
 		CHECK(pin_st_find(b, x.name, &y) == 0, "%s lost", x.name);
@@ -43,9 +44,9 @@ static void fill_at(struct pin_dev *dev, const char *path,
 		    struct pin_st *ref)
 {
 	struct pin_region *r;
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	struct pin_st *ck = pin_st_create();
-	struct pin_st_tensor t;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	unsigned char *own;
 	uint64_t off = 3 * 4096, i;
 	int ret;
@@ -99,9 +100,10 @@ static void fill_at(struct pin_dev *dev, const char *path,
 static void take(struct pin_dev *dev, const char *path, struct pin_st *ref)
 {
 	struct pin_st *ck = pin_st_create();
-	struct pin_st_tensor t, u;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_st_tensor u = PIN_INIT(struct pin_st_tensor);
 	struct pin_region *r;
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	unsigned char *map;
 
 	CHECK(pin_st_load(ck, dev, path, NULL) == 0, "%s", pin_st_error(ck));

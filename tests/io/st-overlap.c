@@ -106,11 +106,12 @@ int main(int argc, char **argv)
 		.nbytes = SIZE, .data = data,
 	};
 	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .request_size = REQ };
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
 	struct pin_st *ck = pin_st_create(), *ld;
-	struct pin_st_step steps[64];
-	struct pin_region_info ri;
-	struct pin_dev_info di;
-	struct pin_st_tensor got;
+	struct pin_st_step steps[64] = { { .size = sizeof(struct pin_st_step) } };
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_dev_info di = PIN_INIT(struct pin_dev_info);
+	struct pin_st_tensor got = PIN_INIT(struct pin_st_tensor);
 	struct pin_dev *dev;
 	long long lck;
 	int n, portable, stepwise, kfill;
@@ -129,7 +130,7 @@ int main(int argc, char **argv)
 	portable = pin_dev_backend(dev) == PIN_BACKEND_PORTABLE;
 	CHECK_EQ(pin_dev_info(dev, &di), 0);
 	ld = pin_st_create();
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	n = pin_st_timeline(ld, NULL, 0);
 	CHECK(n > 1 && n <= 64, "%d steps", n);
 	CHECK_EQ(pin_st_timeline(ld, steps, 64), n);
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 		/* The module's FILL declined: io_uring reads, step by step. */
 		o.flags = PIN_IO_NO_KERNEL_FILL;
 		ld = pin_st_create();
-		CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s",
+		CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s",
 		      pin_st_error(ld));
 		n = pin_st_timeline(ld, steps, 64);
 		CHECK(n > 1 && n <= 64, "%d steps", n);
@@ -172,7 +173,7 @@ int main(int argc, char **argv)
 	/* PIN_IO_PIN_FIRST: all of it pinned before the first read. */
 	o.flags = PIN_IO_PIN_FIRST;
 	ld = pin_st_create();
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	n = pin_st_timeline(ld, steps, 64);
 	CHECK(n > 0 && n <= 64, "%d steps", n);
 	CHECK(steps[n - 1].pin_end_ns <= steps[0].read_begin_ns,

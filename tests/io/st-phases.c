@@ -21,8 +21,8 @@ int main(int argc, char **argv)
 		.nbytes = SIZE, .data = data,
 	};
 	struct pin_st *ck = pin_st_create(), *ld;
-	struct pin_st_phases ph;
-	struct pin_io_stats st;
+	struct pin_st_phases ph = PIN_INIT(struct pin_st_phases);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct pin_dev *dev;
 
 	CHECK(data && ck, "memory");
@@ -32,6 +32,7 @@ int main(int argc, char **argv)
 	CHECK(pin_st_save(ck, path, &t, 1, NULL, NULL, 0, NULL) == 0, "%s",
 	      pin_st_error(ck));
 	memset(&ph, 0xff, sizeof(ph));
+	ph.size = sizeof(ph);
 	CHECK_EQ(pin_st_phases(ck, &ph), 0);
 	CHECK(!ph.alloc_ns && !ph.pin_ns && !ph.transfer_ns && !ph.seal_ns,
 	      "a save left phases");

@@ -47,16 +47,17 @@ static void load_failing(struct pin_dev *dev, const char *path,
 			 const char *name, unsigned flags)
 {
 	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = flags };
-	struct pin_region_info ri;
-	struct pin_io_stats st;
-	struct pin_st_tensor got;
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
+	struct pin_st_tensor got = PIN_INIT(struct pin_st_tensor);
 	struct pin_st *ld = pin_st_create();
 
 	CHECK(ld, "memory");
 	fail_req = req;
 	calls = 0;
 	fail_at = 2;
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	CHECK(calls >= 2, "%d %s calls: the load was not lazy", calls, name);
 	CHECK_EQ(pin_st_stats(ld, &st), 0);
 	CHECK(strstr(st.fallback_reason, "no 2 MiB pages left while loading"),
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 		.nbytes = SIZE,
 	};
 	struct pin_st *ck;
-	struct pin_dev_info di;
+	struct pin_dev_info di = PIN_INIT(struct pin_dev_info);
 	struct pin_dev *dev;
 
 	if (pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL)) {

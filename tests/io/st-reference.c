@@ -55,7 +55,7 @@ static void expected(const struct ref *r, uint8_t *out)
 static void check_tensor(struct pin_st *ck, const struct ref *r,
 			 const char *file)
 {
-	struct pin_st_tensor t;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	uint8_t want[48];
 
 	CHECK(pin_st_find(ck, r->code, &t) == 0, "%s: no tensor %s", file,
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 	CHECK(ret == 0, "pin_dev_open: %s", strerror(-ret));
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
 		struct pin_st *ck = pin_st_create();
-		struct pin_io_stats st;
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 
 		snprintf(path, sizeof(path), "%s/%s.safetensors", dir, refs[i].code);
 		ret = pin_st_load(ck, dev, path, NULL);

@@ -16,7 +16,8 @@ static void same(struct pin_st *a, struct pin_st *b, const char *what)
 
 	CHECK_EQ(pin_st_count(a), pin_st_count(b));
 	for (i = 0; i < pin_st_count(a); i++) {
-		struct pin_st_tensor x, y;
+		struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
+		struct pin_st_tensor y = PIN_INIT(struct pin_st_tensor);
 
 		pin_st_tensor(a, i, &x);
 		CHECK(pin_st_find(b, x.name, &y) == 0, "%s: %s lost", what, x.name);
@@ -62,7 +63,7 @@ static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 	size_t n, m, i;
 	struct pin_st_tensor *t;
 	const char **k, **v;
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 
 	CHECK(pin_st_load(a, dev, in, NULL) == 0, "load %s: %s", in, pin_st_error(a));
 	n = pin_st_count(a);
@@ -71,6 +72,7 @@ static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 	k = calloc(m + 1, sizeof(char *));
 	v = calloc(m + 1, sizeof(char *));
 	for (i = 0; i < n; i++) {
+		t[i].size = sizeof(t[i]);
 		pin_st_tensor(a, i, &t[i]);
 		/* Half from regions, half from plain pointers. */
 		if (i % 2)

@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/st-mem-%d.safetensors", test_dir(argc, argv),
 		 (int)getpid());
 	memset(t, 0, sizeof(t));
+	t[0].size = sizeof(t[0]);
 	for (dt = 1; dt < PIN_DT_COUNT; dt++, n++) {
 		unsigned bits = pin_dtype_bits(dt);
 
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 				      "metadata %zu: %s=%s", i, k, v);
 			}
 			for (i = 0; i < n; i++) {
-				struct pin_st_tensor g;
+				struct pin_st_tensor g = PIN_INIT(struct pin_st_tensor);
 				unsigned d;
 
 				pin_st_tensor(rd, i, &g);

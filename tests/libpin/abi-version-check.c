@@ -49,7 +49,7 @@ static int try_open(uint32_t version, uint32_t min_compat, int backend)
 	if (ret == 0 && backend == PIN_BACKEND_PORTABLE) {
 		pin_dev_close(dev);
 	} else if (ret == 0) {
-		struct pin_dev_info info;
+		struct pin_dev_info info = PIN_INIT(struct pin_dev_info);
 
 		CHECK_OK(pin_dev_info(dev, &info), pin_dev_error(dev));
 		EXPECT_EQ(info.abi_version, version);

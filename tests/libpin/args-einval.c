@@ -7,10 +7,13 @@
 
 int main(void)
 {
+	const struct pin_region_opts unknown_flag = {
+		.size = sizeof(unknown_flag), .flags = 0x80,
+	};
 	struct pin_dev *dev = t_open(0);
 	struct pin_region *r = (struct pin_region *)1, *r2;
 	struct pin_view *v = (struct pin_view *)1, *ok;
-	struct pin_holder h;
+	struct pin_holder h = PIN_INIT(struct pin_holder);
 	char buf[8];
 	void *p;
 	long page = sysconf(_SC_PAGESIZE);
@@ -18,7 +21,7 @@ int main(void)
 	EXPECT_EQ(pin_region_create(dev, 0, NULL, &r), -EINVAL);
 	EXPECT_TRUE(r == NULL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "size 0");
-	EXPECT_EQ(pin_region_create(dev, MiB(2), &(struct pin_region_opts){ .size = sizeof(struct pin_region_opts), .flags = 0x80 }, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &unknown_flag, &r), -EINVAL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "flags");
 	EXPECT_EQ(pin_region_create(NULL, MiB(2), NULL, &r), -EINVAL);
 	EXPECT_EQ(pin_region_create(dev, MiB(2), NULL, NULL), -EINVAL);
@@ -50,6 +53,7 @@ int main(void)
 	EXPECT_EQ(pin_region_info(r2, NULL), -EINVAL);
 	EXPECT_EQ(pin_holder_format(NULL, buf, sizeof(buf)), -EINVAL);
 	memset(&h, 0, sizeof(h));
+	h.size = sizeof(h);
 	h.kind = PIN_HOLDER_VIEW;
 	EXPECT_EQ(pin_holder_format(&h, buf, sizeof(buf)), -ENOSPC);
 	EXPECT_EQ(pin_region_holders(r2, NULL, 3), -EINVAL);

@@ -13,8 +13,10 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_region_info infos[64], *mine = NULL;
-	struct pin_holder hs[8], hd[8];
+	struct pin_region_info infos[64] = { PIN_INIT(struct pin_region_info) };
+	struct pin_region_info *mine = NULL;
+	struct pin_holder hs[8] = { PIN_INIT(struct pin_holder) };
+	struct pin_holder hd[8] = { PIN_INIT(struct pin_holder) };
 	struct pin_region *r;
 	struct pin_view *ro, *rw;
 	void *own, *p, *q;

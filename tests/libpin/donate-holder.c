@@ -12,7 +12,7 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct pin_region *r;
 	struct pin_view *v;
 	unsigned char *p;

@@ -13,7 +13,7 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_holder hs[4];
+	struct pin_holder hs[4] = { { .size = sizeof(struct pin_holder) } };
 	struct pin_region *r;
 	struct pin_view *v;
 	void *p[N];

@@ -14,7 +14,7 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_ref_range rr[2];
+	struct pin_ref_range rr[2] = { { .size = sizeof(struct pin_ref_range) } };
 	struct pin_region *r;
 	struct pin_view *v;
 	char *p, buf[4 * 4096], line[256];

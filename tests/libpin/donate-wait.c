@@ -29,7 +29,7 @@ static long long now_ms(void)
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct sigaction sa;
 	struct pin_region *r;
 	struct pin_view *v;

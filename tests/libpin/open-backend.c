@@ -10,7 +10,7 @@
 int main(void)
 {
 	struct pin_dev *dev = (struct pin_dev *)1;
-	struct pin_dev_info info;
+	struct pin_dev_info info = PIN_INIT(struct pin_dev_info);
 	int have_dev = access("/dev/pinmem", F_OK) == 0;
 	int ret;
 

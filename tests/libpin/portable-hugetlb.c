@@ -27,7 +27,7 @@ static long huge_free(void)
 int main(void)
 {
 	struct pin_dev *dev;
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct pin_region *r;
 	struct pin_view *v, *bad = (struct pin_view *)1;
 	unsigned char *own, *p;

@@ -8,8 +8,8 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_PORTABLE);
-	struct pin_region_info infos[2];
-	struct pin_holder hs[2];
+	struct pin_region_info infos[2] = { { .size = sizeof(struct pin_region_info) } };
+	struct pin_holder hs[2] = { { .size = sizeof(struct pin_holder) } };
 	struct pin_region *r;
 
 	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));

@@ -10,7 +10,7 @@
 
 static int state(struct pin_region *r)
 {
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 
 	CHECK_OK(pin_region_info(r, &info), pin_region_error(r));
 	return info.state;

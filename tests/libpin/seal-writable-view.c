@@ -13,7 +13,7 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(0);
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct pin_region *r;
 	struct pin_view *rw, *ro, *late = (struct pin_view *)1;
 	unsigned char *w, *rd;

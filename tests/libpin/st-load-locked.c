@@ -48,8 +48,8 @@ int main(void)
 	struct pin_dev *dev;
 	struct pin_st *ck;
 	long size = -1, rss = -1, locked = -1;
-	struct pin_st_tensor t;
-	struct pin_io_stats st;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct pin_region *r;
 	char path[64];
 	void *map;
