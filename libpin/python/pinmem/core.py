@@ -94,7 +94,8 @@ class Device:
                              "'portable', not %r" % (backend,))
         p = ctypes.c_void_p()
         why = ctypes.create_string_buffer(1024)
-        ret = lib.pin_open_why(ctypes.byref(p), code, why, len(why))
+        opts = _lib.why_of(_lib.init(_lib.PinDevOpts), why)
+        ret = lib.pin_dev_open(ctypes.byref(p), code, ctypes.byref(opts))
         if ret < 0:
             raise PinError(-ret, _lib.text(why.value) or
                            "open %s backend: %s" % (backend,
@@ -135,11 +136,12 @@ class Device:
         return self.backend == "device"
 
     def info(self):
-        i = _lib.PinDevInfo()
+        i = _lib.init(_lib.PinDevInfo)
         with self._lock:
             _check(lib.pin_dev_info(self._ptr(), ctypes.byref(i)),
                    self._err, "device info")
-        d = {f: getattr(i, f) for f, _ in _lib.PinDevInfo._fields_}
+        d = {f: getattr(i, f) for f, _ in _lib.PinDevInfo._fields_
+             if f != "size"}
         d["backend"] = _lib.text(lib.pin_backend_name(i.backend))
         return DeviceInfo(**d)
 
@@ -153,13 +155,16 @@ class Device:
         if any_node and node is None:
             raise ValueError("pinmem: any_node needs a node")
         p = ctypes.c_void_p()
-        flags = _lib.PIN_REGION_FALLBACK if fallback else 0
+        o = _lib.init(_lib.PinRegionOpts)
+        o.flags = _lib.PIN_REGION_FALLBACK if fallback else 0
+        if node is not None:
+            o.flags |= _lib.PIN_REGION_NODE
+            o.node = node
         if any_node:
-            flags |= _lib.PIN_REGION_ANY_NODE
+            o.flags |= _lib.PIN_REGION_ANY_NODE
         with self._lock:
-            _check(lib.pin_alloc_on_node(self._ptr(), nbytes, flags,
-                                         -1 if node is None else node,
-                                         ctypes.byref(p)),
+            _check(lib.pin_region_create(self._ptr(), nbytes,
+                                         ctypes.byref(o), ctypes.byref(p)),
                    self._err, "alloc %d bytes" % nbytes)
         return Region(p.value, self)
 
@@ -289,7 +294,7 @@ class Region:
     def _holders_unlocked(self):
         cap = 16
         while True:
-            arr = (_lib.PinHolder * cap)()
+            arr = _lib.init_array(_lib.PinHolder, cap)
             n = lib.pin_region_holders(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "holders")
@@ -309,7 +314,7 @@ class Region:
             return []
         cap = 16
         while True:
-            arr = (_lib.PinRefRange * cap)()
+            arr = _lib.init_array(_lib.PinRefRange, cap)
             n = lib.pin_region_refs(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "refs")
