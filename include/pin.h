@@ -89,7 +89,7 @@ struct pin_dev;
 struct pin_dev_opts {
 	uint32_t size;			/* sizeof(struct pin_dev_opts) */
 	uint32_t flags;			/* none yet: 0 */
-	char *why;			/* on failure, why in words; may be NULL */
+	char *why;			/* on failure, why; may be NULL */
 	size_t why_len;
 };
 
@@ -254,20 +254,19 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
 /*
  * State changes (see DESIGN.md). On -EBUSY the region's error text names
  * the holders: pid, command, address range and protection.
- *  pin_region_seal:    -EBUSY while a writable view mapping exists, or references
- *               taken through one remain (O_DIRECT still writing); -EPERM
- *               if donated.
- *  pin_region_donate:  -EBUSY while a view mapping exists, or while references
- *               taken through views remain (see pin_region_refs; after a grace
- *               of about 63 ms for transient ones) (timeout_ms 0: no
- *               wait); with timeout_ms > 0 waits for both, then
- *               -ETIMEDOUT, never before timeout_ms have passed
- *               (CLOCK_MONOTONIC, as poll()); -EINTR on a signal
- *               (io_uring completions do not interrupt it); timeout_ms
- *               < 0 waits without limit.
- *               The error text names the views, or the referenced bytes.
+ *  pin_region_seal: -EBUSY while a writable view mapping exists, or
+ *      references taken through one remain (O_DIRECT still writing);
+ *      -EPERM if donated.
+ *  pin_region_donate: -EBUSY while a view mapping exists, or while
+ *      references taken through views remain (see pin_region_refs; after
+ *      a grace of about 63 ms for transient ones) (timeout_ms 0: no
+ *      wait); with timeout_ms > 0 waits for both, then -ETIMEDOUT, never
+ *      before timeout_ms have passed (CLOCK_MONOTONIC, as poll()); -EINTR
+ *      on a signal (io_uring completions do not interrupt it);
+ *      timeout_ms < 0 waits without limit. The error text names the
+ *      views, or the referenced bytes.
  *  pin_region_publish: donated -> sealed, else -EPERM.
- *  pin_region_reopen:  donated -> open, else -EPERM.
+ *  pin_region_reopen: donated -> open, else -EPERM.
  * On the portable backend donate/publish/reopen return -EOPNOTSUPP.
  */
 int pin_region_seal(struct pin_region *r);
@@ -310,8 +309,8 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
  * Device-wide queries by region id (pinctl): the regions the caller may see
  * (its own uid, or all with CAP_SYS_ADMIN), ordered by id, and the mappings
  * of one of them. Both fill up to cap records and return the number that
- * exist (which may exceed cap). pin_dev_region_holders: -ENOENT for an id that is
- * unknown or not the caller's. -EOPNOTSUPP on portable.
+ * exist (which may exceed cap). pin_dev_region_holders: -ENOENT for an
+ * id that is unknown or not the caller's. -EOPNOTSUPP on portable.
  */
 int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
 		    size_t cap);
@@ -363,9 +362,9 @@ struct pin_ref_range {
 
 /*
  * The referenced runs of a region (pin_region_refs) or of a region by id
- * (pin_dev_region_refs, visible as for pin_dev_region_holders). Fills up to cap runs,
- * returns how many exist; -EOPNOTSUPP on the portable backend or a
- * module before ABI 2.
+ * (pin_dev_region_refs, visible as for pin_dev_region_holders). Fill up
+ * to cap runs, return how many exist; -EOPNOTSUPP on the portable
+ * backend or a module before ABI 2.
  */
 int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges,
 		    size_t cap);

@@ -44,7 +44,7 @@ struct pin_cuda;
 struct pin_cuda_opts {
 	uint32_t size;			/* sizeof(struct pin_cuda_opts) */
 	uint32_t flags;			/* none yet: 0 */
-	char *why;			/* on failure, why in words; may be NULL */
+	char *why;			/* on failure, why; may be NULL */
 	size_t why_len;
 };
 
@@ -74,8 +74,9 @@ uint64_t pin_cuda_chunk_max(const struct pin_cuda *c);
 
 /*
  * The NUMA node of c's GPU (cuDeviceGetPCIBusId, then pin_pci_numa_node),
- * for pin_region_create's PIN_REGION_NODE: -1 when the platform says none, -ENOSYS (the
- * driver lacks cuDeviceGetPCIBusId), -EIO (it failed), -ENOENT.
+ * for pin_region_create's PIN_REGION_NODE: -1 when the platform says
+ * none, -ENOSYS (the driver lacks cuDeviceGetPCIBusId), -EIO (it failed),
+ * -ENOENT.
  */
 int pin_cuda_numa_node(struct pin_cuda *c);
 

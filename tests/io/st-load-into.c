@@ -81,6 +81,19 @@ static void fill_at(struct pin_dev *dev, const char *path,
 	CHECK_EQ(pin_st_count(ck), 0);
 	CHECK_EQ(pin_st_load_into(ck, r, 0, "x.safetensors.index.json", NULL),
 		 -EINVAL);
+	{
+		struct pin_region_opts ro = PIN_INIT(struct pin_region_opts);
+		struct pin_st_load_opts lo = { .size = sizeof(lo), .region = &ro };
+
+		/* The region is the caller's: no options to make one with. */
+		CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+		CHECK(strstr(pin_st_error(ck), "no region options"), "%s",
+		      pin_st_error(ck));
+		lo.region = NULL;
+		lo.size = 4;
+		CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+		CHECK_EQ(pin_st_count(ck), 0);
+	}
 	CHECK(pin_region_seal(r) == 0, "%s", pin_region_error(r));
 	CHECK_EQ(pin_st_load_into(ck, r, 0, path, NULL), -EPERM);
 	CHECK(strstr(pin_st_error(ck), "is sealed"), "%s", pin_st_error(ck));
