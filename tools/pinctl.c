@@ -261,7 +261,7 @@ static int cmd_ls(int json)
 			const struct pin_region_info *r = &infos[i];
 			char size[32], chunks[40], state[24];
 
-			human(r->size, size, sizeof(size));
+			human(r->region_size, size, sizeof(size));
 			if (r->nr_fallback_chunks)
 				snprintf(chunks, sizeof(chunks),
 					 "%" PRIu64 "+%" PRIu64 "fb", r->nr_chunks,

@@ -86,7 +86,7 @@ int main(void)
 			mine = &infos[i];
 	}
 	EXPECT_TRUE(mine != NULL);
-	EXPECT_EQ(mine->size, MiB(4));
+	EXPECT_EQ(mine->region_size, MiB(4));
 	EXPECT_EQ(mine->owner_mappings, 1);
 	EXPECT_EQ(mine->view_mappings, 2);
 	EXPECT_EQ(mine->writable_view_mappings, 1);
