@@ -95,8 +95,13 @@ static int check_image(struct entry *e, uint64_t size)
 
 static int load_entry(struct entry *e)
 {
+	const char *delay = getenv("PINMEM_CACHED_LOAD_DELAY_MS");
 	uint64_t size = (uint64_t)e->key.size;
 	int ret;
+
+	/* For the tests: a load slow enough to meet others, or a kill. */
+	if (delay)
+		usleep((useconds_t)atoi(delay) * 1000);
 
 	if (size < 8)
 		return fail(e, EINVAL, "%s: shorter than the 8-byte header length: not a safetensors file",

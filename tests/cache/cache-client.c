@@ -3,7 +3,8 @@
  * A client of pinmem-cached for the tests: open FILE, ask the service for
  * it, print what came back (shared or private, entry, tensors, a checksum
  * of every tensor's bytes), then keep the mapping for --hold seconds (or
- * until a line arrives on stdin with --hold -1) before closing.
+ * until a line arrives on stdin with --hold -1), then checksum again
+ * ("after: sum") and close.
  *   cache-client [--socket PATH] [--no-fallback] [--hold S] FILE
  * Exit: 0 ok, 1 the request failed (the reason on stderr), 2 usage.
  */
@@ -81,6 +82,9 @@ int main(int argc, char **argv)
 	} else if (hold > 0) {
 		sleep((unsigned)hold);
 	}
+	if (hold)
+		printf("after: sum %016llx\n",
+		       (unsigned long long)checksum(pin_cache_st(c)));
 	pin_cache_close(c);
 	return 0;
 }
