@@ -30,6 +30,7 @@ def packet(typ, payload=b"", magic=MAGIC, version=1, length=None, res=0):
 
 def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(10)
     s.connect(path)
     return s
 
@@ -39,6 +40,8 @@ def reply(s):
         data, anc, _, _ = s.recvmsg(1 << 17, socket.CMSG_SPACE(16))
     except ConnectionResetError:
         return "closed"
+    except socket.timeout:
+        return "no reply in 10 s"
     for level, typ, cdata in anc:
         if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
             fds = array.array("i")
