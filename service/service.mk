@@ -2,7 +2,8 @@
 # pinmem-cached (service/): one pinned copy of a checkpoint per host. It
 # links libpin and compiles the cache protocol's files (libpin/cache_*.c,
 # which libpin.so keeps to itself) into the binary. Installed to sbin/;
-# the systemd units and sysusers/tmpfiles files with install-service.
+# with install-service, beside the systemd units and the sysusers.d file
+# (deploy/pinmem-cached.*) and the manual page.
 
 SERVICE_SRCS	:= $(sort $(wildcard service/*.c))
 SERVICE_PROTO	:= libpin/cache_proto.c libpin/cache_msg.c
@@ -17,8 +18,18 @@ $(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
 	$(CC) $(CFLAGS_COMMON) -Ilibpin -pthread -o $@ $(SERVICE_SRCS) \
 		$(SERVICE_PROTO) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
 
+SYSTEMD_UNITDIR	?= /usr/lib/systemd/system
+SYSUSERSDIR	?= /usr/lib/sysusers.d
+
 install: install-service
 install-service: $(CACHED)
-	install -d $(DESTDIR)$(PREFIX)/sbin
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSTEMD_UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0755 $(CACHED) $(DESTDIR)$(PREFIX)/sbin/
+	sed 's|/usr/sbin/|$(PREFIX)/sbin/|' deploy/pinmem-cached.service \
+		>$(DESTDIR)$(SYSTEMD_UNITDIR)/pinmem-cached.service
+	install -m 0644 deploy/pinmem-cached.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
+	install -m 0644 deploy/pinmem-cached.sysusers \
+		$(DESTDIR)$(SYSUSERSDIR)/pinmem-cached.conf
+	install -m 0644 service/pinmem-cached.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 .PHONY: install-service
