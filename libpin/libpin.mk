@@ -12,7 +12,7 @@
 # The public headers: pin.h, the headers it includes, and pin_version.h. The
 # one list of them: the install rule and every program built against libpin
 # (tools, tests) use it.
-LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h \
+LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h include/pin_cache.h \
 		      include/pin_cuda.h $(PIN_VERSION_H)
 LIBPIN_SRCS	:= $(sort $(wildcard libpin/*.c))
 LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h)
