@@ -93,19 +93,15 @@ def _ask(path, fd):
     return entry, size, vlen, fds[0]
 
 
-def open_image(filename, sock=None):
+def request(filename, sock=None):
     """(read-only uint8 array of the file image in the service's view,
-    entry id), or None after warning (once per process) why not."""
+    entry id). Raises Unavailable when no service can serve it (no
+    service, over its budget), SafetensorError for the file's own
+    failures."""
     path = socket_path(sock)
     fd = os.open(os.fspath(filename), os.O_RDONLY | os.O_CLOEXEC)
     try:
         entry, size, vlen, vfd = _ask(path, fd)
-    except Unavailable as e:
-        if not _warned:
-            _warned.append(True)
-            warnings.warn("pinmem: %s; loading privately (one copy per "
-                          "process)" % e, RuntimeWarning, stacklevel=4)
-        return None
     finally:
         os.close(fd)
     try:
@@ -113,6 +109,18 @@ def open_image(filename, sock=None):
     finally:
         os.close(vfd)
     return np.frombuffer(m, np.uint8, size), entry
+
+
+def open_image(filename, sock=None):
+    """request(), or None after warning (once per process) why not."""
+    try:
+        return request(filename, sock)
+    except Unavailable as e:
+        if not _warned:
+            _warned.append(True)
+            warnings.warn("pinmem: %s; loading privately (one copy per "
+                          "process)" % e, RuntimeWarning, stacklevel=4)
+        return None
 
 
 def tensors(image):
