@@ -174,6 +174,8 @@ static void print_nodes(struct pin_st *ck, int json)
 	printf(json ? "}" : "\n");
 }
 
+#include "pinload_shared.h"	/* --shared: uses now_ns above */
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -193,6 +195,8 @@ static void usage(void)
 		"  --node N            every region on NUMA node N (else ENOMEM)\n"
 		"  --any-node          with --node: N preferred, other nodes may serve\n"
 		"  --no-progress       no progress bar even on a terminal\n"
+		"  --shared            from pinmem-cached: one copy per host\n"
+		"                      (a private load, said so, without it)\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
@@ -229,6 +233,7 @@ int main(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "any-node", no_argument, NULL, 'A' },
+		{ "shared", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -237,7 +242,7 @@ int main(int argc, char **argv)
 	struct bar bar = { 0 };
 	const char *save_to = NULL;
 	int json = 0, do_verify = 0, backend = PIN_BACKEND_AUTO, c, i;
-	int status = 0, noprog = 0, node = -1;
+	int status = 0, noprog = 0, node = -1, shared = 0;
 	unsigned node_flags = 0;
 	struct pin_dev *dev;
 	char why[1024], *end;
@@ -271,6 +276,7 @@ int main(int argc, char **argv)
 				return usage(), 2;
 			break;
 		case 'A': node_flags = PIN_ALLOC_ANY_NODE; break;
+		case 'S': shared = 1; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -285,6 +291,8 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	if (shared)
+		return load_shared_all(argc - optind, argv + optind, json);
 	c = pin_open_why(&dev, backend, why, sizeof(why));
 	if (c) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-c));
