@@ -21,6 +21,20 @@ $(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
 SYSTEMD_UNITDIR	?= /usr/lib/systemd/system
 SYSUSERSDIR	?= /usr/lib/sysusers.d
 
+# With ASan+UBSan over libpin's sanitized build, for the host suite.
+CACHED_SAN	:= $(B)/sbin-san/pinmem-cached
+all: $(CACHED_SAN) $(B)/tests/cache-san/cache-client
+$(CACHED_SAN): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
+		libpin/cache_proto.h include/pin_cache.h \
+		$(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ilibpin -pthread -o $@ \
+		$(SERVICE_SRCS) $(SERVICE_PROTO) $(B)/lib-san/libpin.a -ldl -luring
+$(B)/tests/cache-san/cache-client: tests/cache/cache-client.c \
+		include/pin_cache.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -o $@ $< $(B)/lib-san/libpin.a -ldl -luring
+
 install: install-service
 install-service: $(CACHED)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSTEMD_UNITDIR) \
