@@ -4,7 +4,7 @@
 but struct and json: a U8 tensor of KIB KiB whose bytes follow SEED, and a
 small F32 tensor.
 
-  mkst.py PATH KIB [SEED]
+  mkst.py PATH KIB [SEED] [PATH KIB SEED]...
 """
 import json
 import os
@@ -12,9 +12,7 @@ import struct
 import sys
 
 
-def main():
-    path, kib = sys.argv[1], int(sys.argv[2])
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+def write(path, kib, seed):
     n = kib * 1024
     big = (bytes(range(256)) * (n // 256 + 1))[:n]
     big = bytes((b + seed) & 0xFF for b in big[:4096]) + big[4096:]
@@ -31,6 +29,14 @@ def main():
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + big + small)
     os.rename(tmp, path)
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 2:
+        args.append("1")
+    for i in range(0, len(args) - 2, 3):
+        write(args[i], int(args[i + 1]), int(args[i + 2]))
 
 
 main()

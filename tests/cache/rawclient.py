@@ -7,6 +7,7 @@
                                   "closed" (the service hung up)
   rawclient.py SOCK crowd N       N connections that each misbehave a
                                   different way, then all leave
+  rawclient.py SOCK cases FILE CASE...   each case in turn, "CASE: reply"
 
 Written from Documentation/cache.md's description of the packets: a
 16-byte header (magic "PMCS", version 1, type, payload length, 0), then
@@ -135,6 +136,11 @@ def main():
     path, case = sys.argv[1], sys.argv[2]
     if case == "crowd":
         crowd(path, int(sys.argv[3]))
+    elif case == "cases":
+        for c in sys.argv[4:]:
+            sys.stdout.write(c + ": ")
+            sys.stdout.flush()
+            one(path, c, sys.argv[3])
     else:
         one(path, case, sys.argv[3] if len(sys.argv) > 3 else None)
 
