@@ -3,8 +3,9 @@
  * libpin: one pinned copy of a checkpoint per host, shared by every
  * process that asks pinmem-cached (Documentation/cache.md) for it.
  *
- * Part of libpin's public API; the conventions at the top of pin.h hold
- * here too. Include <pin_cache.h> (it includes what it needs).
+ * Part of libpin's public API: pin.h includes it, and the conventions at
+ * the top of pin.h hold here too. Programs include <pin.h>; this header
+ * also compiles on its own.
  *
  * The caller opens the checkpoint itself, so its own permissions decide,
  * and passes the open fd: the service keys what it holds by the file's
@@ -20,11 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pin.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct pin_st;		/* pin_st.h */
 
 #define PIN_CACHE_SOCKET	"/run/pinmem/cache.sock"
 

@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pin_cache.h"
+#include "pin.h"
 #include "cache_proto.h"
 
 struct pin_cache_ck {

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <pin_cache.h>
+#include <pin.h>
 
 #include "service.h"
 

@@ -7,7 +7,6 @@
 #ifndef PINLOAD_SHARED_H
 #define PINLOAD_SHARED_H
 
-#include <pin_cache.h>
 
 static int load_shared_one(const char *path, int json)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <pin_cache.h>
+#include <pin.h>
 
 static uint64_t checksum(const struct pin_st *st)
 {
