@@ -101,3 +101,20 @@ def test_torch_shared_read_only(service, tmp_path, monkeypatch):
     with pytest.raises(pinmem.ReadOnlyError):
         sd["small"].mul_(2)
     assert (sd["small"] * 2).tolist() == [2.0, 4.0, 6.0, 6.0]
+
+
+def test_sharded_index_each_shard_an_entry(service, tmp_path, monkeypatch):
+    import json
+    a = _file(tmp_path, "s-1.safetensors", 5)
+    b = str(tmp_path / "s-2.safetensors")
+    stnp.save_file({"other": np.arange(10, dtype=np.int32)}, b)
+    index = str(tmp_path / "m.safetensors.index.json")
+    with open(index, "w") as f:
+        json.dump({"weight_map": {"big": os.path.basename(a),
+                                  "small": os.path.basename(a),
+                                  "other": os.path.basename(b)}}, f)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    sd = stnp.load_file(index, shared=True)
+    assert sorted(sd) == ["big", "other", "small"]
+    assert sd["other"].tolist() == list(range(10))
+    assert ", 2 entries," in _entries(service)

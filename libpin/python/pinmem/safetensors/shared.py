@@ -18,6 +18,7 @@ The protocol is Documentation/cache.md's: one SOCK_SEQPACKET packet per
 message, a 16-byte header (magic, version, type, length, 0) and a payload.
 """
 import array
+import json
 import mmap
 import os
 import socket
@@ -131,8 +132,29 @@ def tensors(image):
             for name, dt, shape, b, e in ents]
 
 
+def shards(index_path):
+    """The shard files a *.safetensors.index.json names, in order."""
+    with open(index_path, "rb") as f:
+        index = json.load(f)
+    wm = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(wm, dict):
+        raise SafetensorError("%s: index has no \"weight_map\" object" %
+                              index_path)
+    where = os.path.dirname(index_path)
+    return [os.path.join(where, s) for s in sorted(set(wm.values()))]
+
+
 def load(filename, sock=None):
-    """tensors() over the shared view of filename; None when the caller
-    must load privately."""
-    got = open_image(filename, sock)
-    return None if got is None else tensors(got[0])
+    """tensors() over the shared view of filename, or of every shard of a
+    *.safetensors.index.json, each shard an entry of its own; None when
+    the caller must load privately (all of it: one shard that cannot be
+    shared makes the whole load private)."""
+    path = os.fspath(filename)
+    files = shards(path) if path.endswith(".index.json") else [path]
+    out = []
+    for f in files:
+        got = open_image(f, sock)
+        if got is None:
+            return None
+        out += tensors(got[0])
+    return out

@@ -236,17 +236,21 @@ class _SharedView:
 
 
 def _load_shared(filename, device):
-    got = _shared.open_image(filename)
-    if got is None:
-        return None
-    image = got[0].view(_SharedImage)
-    image.shared_view = _SharedView(image, got[1])
-    _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
+    path = str(filename)
+    files = _shared.shards(path) if path.endswith(".index.json") else [path]
     dev = device_of(device, "pt")
     out = {}
-    for name, dt, shape, raw in _shared.tensors(image):
-        t = to_framework(raw, dt, shape, "pt").as_subclass(_pt.ReadOnlyTensor)
-        out[name] = t if dev is None else t.to(dev)
+    for f in files:
+        got = _shared.open_image(f)
+        if got is None:
+            return None
+        image = got[0].view(_SharedImage)
+        image.shared_view = _SharedView(image, got[1])
+        _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
+        for name, dt, shape, raw in _shared.tensors(image):
+            t = to_framework(raw, dt, shape, "pt").as_subclass(
+                _pt.ReadOnlyTensor)
+            out[name] = t if dev is None else t.to(dev)
     return out
 
 
