@@ -109,10 +109,12 @@ static int load_entry(struct entry *e)
 	ret = pin_open_why(&e->dev, e->backend, e->errtext, sizeof(e->errtext));
 	if (ret)
 		return -ret;
-	e->view_length = ALIGN_UP(size, 4096);
-	ret = pin_alloc(e->dev, e->view_length, PIN_ALLOC_FALLBACK, &e->region);
+	ret = pin_alloc(e->dev, ALIGN_UP(size, 4096), PIN_ALLOC_FALLBACK,
+			&e->region);
 	if (ret)
 		return fail(e, -ret, "allocate: %s", pin_dev_error(e->dev));
+	/* The whole region: a hugetlb memfd's views must be 2 MiB multiples. */
+	e->view_length = pin_region_size(e->region);
 	ret = read_image(e, size);
 	if (!ret)
 		ret = check_image(e, size);
