@@ -48,6 +48,9 @@ struct loop {
 	unsigned nconns;
 	int stop;
 	uint8_t *rep;			/* CACHE_MAX_REPLY bytes */
+	struct watch *lws;		/* the listening sockets' watches */
+	int nlws;
+	uint64_t paused_until_ns;	/* out of fds: not accepting until */
 };
 
 static void conn_close(struct loop *l, struct conn *c)
@@ -267,6 +270,27 @@ static void load_done(struct loop *l, struct entry *e)
 	}
 }
 
+/*
+ * Out of fds: stop watching the listening sockets for a while (else a
+ * pending connection wakes the loop at once, forever); sweep resumes.
+ */
+static void pause_accepting(struct loop *l)
+{
+	for (int i = 0; i < l->nlws; i++)
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lws[i].fd, NULL);
+	l->paused_until_ns = now_ns() + 100000000ULL;
+}
+
+static void resume_accepting(struct loop *l)
+{
+	for (int i = 0; i < l->nlws; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &l->lws[i] };
+
+		epoll_ctl(l->ep, EPOLL_CTL_ADD, l->lws[i].fd, &ev);
+	}
+	l->paused_until_ns = 0;
+}
+
 static void accept_all(struct loop *l, int lfd)
 {
 	for (;;) {
@@ -276,6 +300,8 @@ static void accept_all(struct loop *l, int lfd)
 		struct conn *c;
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+			pause_accepting(l);
 		if (fd < 0)
 			return;	/* EAGAIN, or a client gone already */
 		c = l->nconns < l->o->max_clients ? calloc(1, sizeof(*c)) : NULL;
@@ -308,6 +334,8 @@ static void sweep(struct loop *l)
 	uint64_t now = now_ns();
 	struct conn *c, *next;
 
+	if (l->paused_until_ns && now > l->paused_until_ns)
+		resume_accepting(l);
 	for (c = l->conns; c; c = next) {
 		next = c->next;
 		if (c->deadline_ns && now > c->deadline_ns) {
@@ -385,12 +413,14 @@ int loop_run(struct store *s, const int *lfds, int nlfds,
 		return -ENOMEM;
 	for (i = 0; i < nlfds; i++)
 		ws[i] = (struct watch){ WATCH_LISTEN, lfds[i] };
+	l.lws = ws;
+	l.nlws = nlfds;
 	ws[i++] = (struct watch){ WATCH_DONE, s->done_efd };
 	ws[i++] = (struct watch){ WATCH_SIGNAL, signal_fd() };
 	for (int j = 0; j < i && !ret; j++)
 		ret = add_watch(&l, &ws[j]);
 	while (!ret && !l.stop) {
-		n = epoll_wait(l.ep, evs, 64, 1000);
+		n = epoll_wait(l.ep, evs, 64, l.paused_until_ns ? 100 : 1000);
 		if (n < 0 && errno != EINTR)
 			ret = -errno;
 		for (int j = 0; j < n; j++)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <pin.h>
@@ -139,6 +140,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return optind == argc ? 0 : -EINVAL;
 }
 
+/*
+ * Every connection and every entry holds fds (an entry three: its device,
+ * region and view): raise the soft limit to the hard one, and keep the
+ * connections to half of it.
+ */
+static void fit_fd_limit(struct loop_opts *o)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur != RLIM_INFINITY && o->max_clients > rl.rlim_cur / 2)
+		o->max_clients = rl.rlim_cur / 2 > 16 ? (unsigned)(rl.rlim_cur / 2) : 16;
+}
+
 /* The backend the loads will use, asked once so that a wrong one fails now. */
 static int pick_backend(int want, char *why, size_t len)
 {
@@ -169,6 +188,7 @@ int main(int argc, char **argv)
 	budget = ram_bytes() / 100 * (o.percent ? o.percent : 50);
 	if (o.budget && (o.budget < budget || !o.percent))
 		budget = o.budget;
+	fit_fd_limit(&o.loop);
 	backend = pick_backend(o.backend, why, sizeof(why));
 	if (backend < 0) {
 		fprintf(stderr, "pinmem-cached: %s\n", why);
