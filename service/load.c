@@ -59,9 +59,12 @@ static int read_image(struct entry *e, uint64_t size)
 	ret = pin_read_file(e->region, 0, path, 0, size, NULL, &stats);
 	if (ret == -EACCES || ret == -EPERM)
 		return read_from_fd(e, size);
-	if (ret < 0)
-		return fail(e, -ret, "%s", stats.error[0] ? stats.error :
-			    pin_region_error(e->region));
+	if (ret < 0) {
+		/* Named by the path the file had when first asked for. */
+		snprintf(e->errtext, sizeof(e->errtext), "%.150s: %.350s", e->name,
+			 stats.error[0] ? stats.error : pin_region_error(e->region));
+		return -ret;
+	}
 	return 0;
 }
 
