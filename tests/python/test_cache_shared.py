@@ -118,3 +118,21 @@ def test_sharded_index_each_shard_an_entry(service, tmp_path, monkeypatch):
     assert sorted(sd) == ["big", "other", "small"]
     assert sd["other"].tolist() == list(range(10))
     assert ", 2 entries," in _entries(service)
+
+
+def test_jax_shared_zero_copy(service, tmp_path, monkeypatch):
+    jax = pytest.importorskip("jax")
+    import pinmem.jax as pj
+    from pinmem.safetensors import native
+    path = str(tmp_path / "j.safetensors")
+    native.save_safetensors(path, {"w": np.arange(1024, dtype=np.float32),
+                                   "v": np.ones(64, np.float32)})
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    p = pj.load_safetensors(path, shared=True)
+    assert isinstance(p["w"], jax.Array) and p.copied == []
+    assert float(p["w"].sum()) == 523776.0
+    # load_safetensors checks JAX read the mapping in place; the entry is
+    # the service's one copy.
+    assert p.regions == [] and p.files == [path]
+    assert ", 1 entries," in _entries(service)
+    assert pj.Arrays.formats == {}      # the class defaults stay empty
