@@ -19,12 +19,11 @@ ReadOnlyTensor) and the write raises pinmem.ReadOnlyError -- copy
 device="cpu" returns the pinned tensors; another device gets .to(device)
 copies of them (the pinned memory is the copy's source).
 """
-import numpy as np
 import torch
 
 from . import _format
-from . import shared as _shared
-from ._open import device_of, load_bytes, safe_open, to_framework
+from ._open import load_bytes, safe_open
+from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
 
 __all__ = ["save", "save_file", "load", "load_file", "save_model",
@@ -214,44 +213,6 @@ def load_file(filename, device="cpu", shared=False):
             return out
     with safe_open(filename, framework="pt", device=device) as f:
         return {k: f.get_tensor(k) for k in f.offset_keys()}
-
-
-class _SharedImage(np.ndarray):
-    """The service's file image: an array that carries its _SharedView,
-    so that the view is known to pinmem.torch exactly as long as a tensor
-    over it lives (its registry holds views weakly)."""
-
-
-class _SharedView:
-    """The service's view mapping as pinmem.torch's read-only guard knows
-    mappings: while a tensor over it lives, a torch write into it raises
-    ReadOnlyError instead of SIGSEGV."""
-    writable = False
-    mapped = True
-
-    def __init__(self, image, entry):
-        self.addr = image.__array_interface__["data"][0]
-        self.length = image.nbytes
-        self.region_id = entry
-
-
-def _load_shared(filename, device):
-    path = str(filename)
-    files = _shared.shards(path) if path.endswith(".index.json") else [path]
-    dev = device_of(device, "pt")
-    out = {}
-    for f in files:
-        got = _shared.open_image(f)
-        if got is None:
-            return None
-        image = got[0].view(_SharedImage)
-        image.shared_view = _SharedView(image, got[1])
-        _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
-        for name, dt, shape, raw in _shared.tensors(image):
-            t = to_framework(raw, dt, shape, "pt").as_subclass(
-                _pt.ReadOnlyTensor)
-            out[name] = t if dev is None else t.to(dev)
-    return out
 
 
 def save_model(model, filename, metadata=None, force_contiguous=True):
