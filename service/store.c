@@ -57,11 +57,19 @@ static void entry_free(struct entry *e)
 	free(e);
 }
 
-/* At exit: loads still running keep their entries (the process ends). */
+/*
+ * At exit: loads still running keep their entries (the process ends with
+ * them); loads done but not yet seen by the loop are freed like the rest.
+ */
 void store_fini(struct store *s)
 {
 	struct entry *e, *next;
 
+	pthread_mutex_lock(&s->lock);
+	for (e = s->done; e; e = e->done_next)
+		e->state = ENTRY_READY;
+	s->done = NULL;
+	pthread_mutex_unlock(&s->lock);
 	for (e = s->head; e; e = next) {
 		next = e->next;
 		if (e->state == ENTRY_READY)
