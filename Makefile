@@ -60,6 +60,7 @@ include libpin/libpin.mk
 include tools/tools.mk
 include tests/tests.mk
 include deploy/deploy.mk
+include service/service.mk
 
 userland: $(B)/lib/libpin.so.1 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
 

@@ -4,8 +4,9 @@
  *
  * This header holds devices, regions, page references, views and fd
  * passing, and includes the rest of the API, a header per concern:
- * pin_io.h (checkpoint I/O), pin_st.h (safetensors) and pin_cuda.h (CUDA
- * registration). Programs include <pin.h>.
+ * pin_io.h (checkpoint I/O), pin_st.h (safetensors), pin_cuda.h (CUDA
+ * registration) and pin_cache.h (checkpoints shared through pinmem-cached).
+ * Programs include <pin.h>.
  *
  * Conventions, for every function below and in those headers:
  *  - Names are pin_<object>_<verb>: pin_dev_*, pin_region_*, pin_view_*,
@@ -432,5 +433,6 @@ int pin_fd_recv(int sock, int *fdp);
 #include "pin_io.h"	/* checkpoint I/O */
 #include "pin_st.h"	/* safetensors */
 #include "pin_cuda.h"	/* CUDA registration */
+#include "pin_cache.h"	/* one copy per host, from pinmem-cached */
 
 #endif /* PIN_H */

@@ -2,7 +2,7 @@
 # libpin: build/lib/libpin.so.$(VERSION) (soname libpin.so.1, and the
 # libpin.so.1 and libpin.so links), build/lib/libpin.a, and an ASan+UBSan
 # build build/lib-san/libpin.a for the tests. Every .c in libpin's layers
-# (libpin/core/, libpin/io/, libpin/st/, lowest first) is part of the
+# (libpin/core/, libpin/io/, libpin/st/, libpin/cache/, lowest first) is part of the
 # library, so files added to a layer are picked up.
 #
 # Installed: the library in LIBDIR (PREFIX/lib, or /usr/lib/<multiarch> when
@@ -13,9 +13,9 @@
 # The public headers: pin.h, the headers it includes, and pin_version.h. The
 # one list of them: the install rule and every program built against libpin
 # (tools, tests) use it.
-LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h \
+LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h include/pin_cache.h \
 		      include/pin_cuda.h $(PIN_VERSION_H)
-LIBPIN_LAYERS	:= core io st
+LIBPIN_LAYERS	:= core io st cache
 LIBPIN_SRCS	:= $(sort $(foreach l,$(LIBPIN_LAYERS),$(wildcard libpin/$(l)/*.c)))
 LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h $(LIBPIN_LAYERS:%=libpin/%/*.h))
 LIBPIN_SONAME	:= libpin.so.$(VERSION_MAJOR)

@@ -176,6 +176,65 @@ static void print_nodes(struct pin_st *ck, int json)
 	printf(json ? "}" : "\n");
 }
 
+/*
+ * --shared: each checkpoint from pinmem-cached (pin_cache_open), one copy
+ * per host, or a private load where no service answers (said on stderr).
+ * Prints per file: tensors, bytes, seconds and how it was served.
+ */
+static int load_shared_one(const char *path, int json)
+{
+	struct pin_cache_ck *c;
+	char why[1024] = "";
+	uint64_t bytes = 0, t0 = now_ns();
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	const struct pin_st *st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "pinload: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	ret = pin_cache_open(fd, &(struct pin_cache_opts){
+		.size = sizeof(struct pin_cache_opts), .why = why,
+		.why_len = sizeof(why) }, &c);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "pinload: %s: %s\n", path, why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	st = pin_cache_st(c);
+	for (size_t i = 0; i < pin_st_count(st); i++)
+		if (!pin_st_tensor(st, i, &t))
+			bytes += t.nbytes;
+	if (!pin_cache_shared(c))
+		fprintf(stderr, "pinload: %s\n", pin_cache_how(c));
+	if (json) {
+		printf("{\"path\":");
+		json_str(stdout, path);
+		printf(",\"shared\":%s,\"entry\":%llu,\"tensors\":%zu,\"bytes\":%llu,\"seconds\":%.6f,\"how\":",
+		       pin_cache_shared(c) ? "true" : "false",
+		       (unsigned long long)pin_cache_entry(c), pin_st_count(st),
+		       (unsigned long long)bytes, (double)(now_ns() - t0) / 1e9);
+		json_str(stdout, pin_cache_how(c));
+		printf("}\n");
+	} else {
+		printf("%s: %zu tensors, %llu bytes in %.3f s; %s\n", path,
+		       pin_st_count(st), (unsigned long long)bytes,
+		       (double)(now_ns() - t0) / 1e9, pin_cache_how(c));
+	}
+	pin_cache_close(c);
+	return 0;
+}
+
+static int load_shared_all(int n, char **paths, int json)
+{
+	int status = 0;
+
+	for (int i = 0; i < n; i++)
+		status |= load_shared_one(paths[i], json);
+	return status;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -195,6 +254,8 @@ static void usage(void)
 		"  --node N            every region on NUMA node N (else ENOMEM)\n"
 		"  --any-node          with --node: N preferred, other nodes may serve\n"
 		"  --no-progress       no progress bar even on a terminal\n"
+		"  --shared            from pinmem-cached: one copy per host\n"
+		"                      (a private load, said so, without it)\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
@@ -218,7 +279,7 @@ static int parse_size(const char *s, uint32_t *out)
 struct options {
 	struct pin_io_opts o;
 	const char *save_to;
-	int json, verify, backend, noprog, node;
+	int json, verify, backend, noprog, node, shared;
 	unsigned node_flags;
 };
 
@@ -239,6 +300,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "any-node", no_argument, NULL, 'A' },
+		{ "shared", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -275,6 +337,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 				return usage(), 2;
 			break;
 		case 'A': op->node_flags = PIN_REGION_ANY_NODE; break;
+		case 'S': op->shared = 1; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -488,6 +551,8 @@ int main(int argc, char **argv)
 	ret = parse_options(argc, argv, &op);
 	if (ret >= 0)
 		return ret;
+	if (op.shared)
+		return load_shared_all(argc - optind, argv + optind, op.json);
 	ret = pin_dev_open(&dev, op.backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 	if (ret) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-ret));
