@@ -60,8 +60,9 @@ include libpin/libpin.mk
 include tools/tools.mk
 include tests/tests.mk
 include deploy/deploy.mk
+include service/service.mk
 
-userland: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
+userland: $(B)/lib/libpin.so.1 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
 
 install:
 	@echo "make install: libpin, its headers, man pages and the tools are in $(DESTDIR)$(PREFIX)."

@@ -25,7 +25,7 @@ install-dkms:
 
 .PHONY: install-dkms
 
-# The Debian packages (pinmem-dkms, libpin0, libpin-dev, pinmem-tools,
+# The Debian packages (pinmem-dkms, libpin1, libpin-dev, pinmem-tools,
 # python3-pinmem) from debian/, built in a copy of the checkout's files
 # (build/deb/pinmem-$(VERSION)/, so that dpkg-buildpackage's output stays
 # under build/deb/). debian/changelog is written there from VERSION.

@@ -4,15 +4,36 @@
  *
  * This header holds devices, regions, page references, views and fd
  * passing, and includes the rest of the API, a header per concern:
- * pin_io.h (checkpoint I/O), pin_st.h (safetensors) and pin_cuda.h (CUDA
- * registration). Programs include <pin.h>.
+ * pin_io.h (checkpoint I/O), pin_st.h (safetensors), pin_cuda.h (CUDA
+ * registration) and pin_cache.h (checkpoints shared through pinmem-cached).
+ * Programs include <pin.h>.
  *
  * Conventions, for every function below and in those headers:
+ *  - Names are pin_<object>_<verb>: pin_dev_*, pin_region_*, pin_view_*,
+ *    pin_st_* (checkpoints), pin_cuda_*, pin_file_* (plain memory to and
+ *    from files), pin_fd_*. A handle is made by _open, _create or
+ *    _import and ended by _close.
  *  - Functions returning int return 0 (or a count where said) on success
  *    and a negative errno value on failure; they never set errno for you.
- *  - Each handle (struct pin_dev, pin_region, pin_view, pin_cuda) keeps a
- *    description in words of its last failure: pin_*_error(). It stays
- *    valid until the next call on the same handle.
+ *  - Error text, one way: each handle (struct pin_dev, pin_region,
+ *    pin_view, pin_st, pin_cuda) keeps a description in words of its last
+ *    failure, pin_<kind>_error(handle), valid until the next call on the
+ *    same handle. A call that has no handle to keep it (pin_dev_open and
+ *    pin_cuda_open failing before there is one, pin_file_read,
+ *    pin_file_write) writes it to the why buffer of its options (why,
+ *    why_len bytes with the NUL, cut to fit; NULL: none), "" on success.
+ *  - Extensible structs: a struct that may grow begins with uint32_t size,
+ *    which the caller sets to sizeof the struct it was compiled with:
+ *    `struct pin_region_opts o = PIN_INIT(struct pin_region_opts);` (the
+ *    other fields zero), or a designated initializer with .size first.
+ *    Options (in): NULL means every default; a size below the struct's
+ *    size in 1.0 is -EINVAL; bytes past the fields this libpin knows must
+ *    be zero, else -E2BIG (an option it cannot honour is never ignored).
+ *    Results (out): a size below 1.0's is -EINVAL; libpin fills the fields
+ *    it knows, zeroes the bytes past them up to size and leaves size as it
+ *    was. Arrays: the size of element 0 is the stride of the whole array
+ *    (the others need not be set); libpin sets it in each element it
+ *    fills.
  *  - Distinct handles may be used from distinct threads at once; one handle
  *    must not be used from two threads at once. libpin has no global state.
  *  - Every object a function hands out has one owner: the caller, who ends
@@ -47,6 +68,9 @@
 extern "C" {
 #endif
 
+/* An extensible struct with its size set and every other field zero. */
+#define PIN_INIT(type)	((type){ .size = sizeof(type) })
+
 /*
  * The version of the libpin that is running, "MAJOR.MINOR.PATCH" (the
  * macros give the version compiled against). The project has one version:
@@ -62,6 +86,14 @@ struct pin_dev;
 #define PIN_BACKEND_DEVICE	1	/* /dev/pinmem or fail */
 #define PIN_BACKEND_PORTABLE	2	/* memfd, even when the device exists */
 
+/* Options of pin_dev_open; NULL: none. */
+struct pin_dev_opts {
+	uint32_t size;			/* sizeof(struct pin_dev_opts) */
+	uint32_t flags;			/* none yet: 0 */
+	char *why;			/* on failure, why; may be NULL */
+	size_t why_len;
+};
+
 /*
  * Open a backend. PIN_BACKEND_AUTO picks the device when /dev/pinmem exists
  * and the portable backend only when it does not (the module is not
@@ -71,16 +103,13 @@ struct pin_dev;
  * overrides AUTO (for tests and tools). Errors: -ENOENT (DEVICE asked, no
  * device), -EACCES/-EPERM, -EPROTO (module ABI too old or too new for this
  * library), -ENODEV (something else at /dev/pinmem), -ENOMEM, -EINVAL
- * (unknown backend, or a bad PIN_BACKEND).
- * On failure *devp is NULL and nothing is left open.
+ * (unknown backend, or a bad PIN_BACKEND, opts), -E2BIG (opts).
+ * On failure *devp is NULL, nothing is left open, and opts->why says why
+ * in words with the command that fixes it (group membership, module
+ * version, "sudo modprobe pinmem"); tools print it as it is.
  */
-int pin_open(struct pin_dev **devp, int backend);
-/*
- * pin_open, and on failure why in words with the command that fixes it
- * (group membership, module version, "sudo modprobe pinmem") in why[len]
- * (cut to fit; may be NULL). Tools print it as it is.
- */
-int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len);
+int pin_dev_open(struct pin_dev **devp, int backend,
+		 const struct pin_dev_opts *opts);
 /*
  * Which backend the handle uses and why, in words: "device /dev/pinmem:
  * pinmem.ko 0.2.0, ABI 1; ...", or "portable (memfd), no kernel
@@ -88,12 +117,13 @@ int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len);
  * (load it: sudo modprobe pinmem)". Valid while the handle is open.
  */
 const char *pin_dev_backend_why(const struct pin_dev *dev);
-void pin_close(struct pin_dev *dev);
+void pin_dev_close(struct pin_dev *dev);
 int pin_dev_backend(const struct pin_dev *dev);	/* PIN_BACKEND_DEVICE/_PORTABLE */
 const char *pin_backend_name(int backend);		/* "device", "portable" */
 const char *pin_dev_error(const struct pin_dev *dev);
 
 struct pin_dev_info {
+	uint32_t size;			/* set by the caller */
 	int backend;
 	uint32_t abi_version;		/* 0 on the portable backend */
 	uint32_t abi_min_compat;
@@ -112,7 +142,21 @@ int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *info);
 
 struct pin_region;
 
-#define PIN_ALLOC_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
+#define PIN_REGION_FALLBACK	(1U << 0)	/* allow chunks below 2 MiB */
+#define PIN_REGION_ANY_NODE	(1U << 1)	/* with PIN_REGION_NODE: prefer
+						 * the node, let others serve
+						 * what it cannot */
+#define PIN_REGION_NODE		(1U << 2)	/* place on opts->node */
+
+/*
+ * Options of pin_region_create; NULL: none (2 MiB chunks only, the
+ * caller's mempolicy).
+ */
+struct pin_region_opts {
+	uint32_t size;			/* sizeof(struct pin_region_opts) */
+	uint32_t flags;			/* PIN_REGION_* */
+	int32_t node;			/* NUMA node, with PIN_REGION_NODE */
+};
 
 #define PIN_STATE_OPEN		1
 #define PIN_STATE_SEALED	2
@@ -121,8 +165,9 @@ struct pin_region;
 const char *pin_state_name(int state);	/* "open", "sealed", "donated" */
 
 struct pin_region_info {
+	uint32_t size;			/* set by the caller */
 	uint64_t id;
-	uint64_t size;
+	uint64_t region_size;		/* bytes, as pin_region_size */
 	int state;			/* PIN_STATE_* */
 	int donate_pending;		/* a donate is waiting for views to drain */
 	unsigned chunk_order;		/* 9 */
@@ -141,27 +186,21 @@ struct pin_region_info {
  * Allocate a zeroed, pinned region of at least size bytes (rounded up to a
  * page). Errors: -EINVAL (size 0 or over the per-region limit, flags),
  * -ENOSPC (device-wide limit), -ENOMEM (RLIMIT_MEMLOCK, cgroup, no huge
- * pages without PIN_ALLOC_FALLBACK), -EINTR.
+ * pages without PIN_REGION_FALLBACK), -EINTR, -E2BIG (opts).
+ *
+ * With PIN_REGION_NODE, on NUMA node opts->node (>= 0): every chunk from
+ * that node, else -ENOMEM (a node without memory, or too little free on
+ * it), unless PIN_REGION_ANY_NODE. Without PIN_REGION_NODE: the caller's
+ * mempolicy. -EINVAL: no such node online, or ANY_NODE without NODE.
+ * -EOPNOTSUPP: a module older than ABI 3. On the portable backend the
+ * allocating thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED
+ * with ANY_NODE) for the time of the allocation: a node without memory,
+ * or with less in all than size, is -ENOMEM, but one that runs short
+ * meets the kernel's reclaim and OOM killer, as numactl --membind does.
  */
-int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
-	      struct pin_region **rp);
-
-/* With a node: prefer it, but let other nodes serve what it cannot. */
-#define PIN_ALLOC_ANY_NODE	(1U << 1)
-
-/*
- * pin_alloc on NUMA node `node` (>= 0): every chunk from that node, else
- * -ENOMEM (a node without memory, or too little free on it), unless
- * PIN_ALLOC_ANY_NODE. node -1 is pin_alloc: the caller's mempolicy.
- * -EINVAL: no such node online, or ANY_NODE with node -1. -EOPNOTSUPP:
- * a module older than ABI 3. On the portable backend the allocating
- * thread is bound to the node (MPOL_BIND, or MPOL_PREFERRED with
- * ANY_NODE) for the time of the allocation: a node without memory, or
- * with less in all than size, is -ENOMEM, but one that runs short meets
- * the kernel's reclaim and OOM killer, as numactl --membind does.
- */
-int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
-		      int node, struct pin_region **rp);
+int pin_region_create(struct pin_dev *dev, uint64_t size,
+		      const struct pin_region_opts *opts,
+		      struct pin_region **rp);
 
 /*
  * Where the region's memory lies: bytes[n] (n < capacity) gets the bytes
@@ -196,7 +235,7 @@ int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp);
  * mappings made from it stay valid (the kernel keeps the pages). -EBUSY,
  * and nothing is freed, while its owner mapping is registered with CUDA.
  */
-int pin_region_free(struct pin_region *r);
+int pin_region_close(struct pin_region *r);
 
 int pin_region_fd(const struct pin_region *r);		/* owned by the handle */
 uint64_t pin_region_size(const struct pin_region *r);
@@ -216,31 +255,31 @@ int pin_region_info(struct pin_region *r, struct pin_region_info *info);
 /*
  * State changes (see DESIGN.md). On -EBUSY the region's error text names
  * the holders: pid, command, address range and protection.
- *  pin_seal:    -EBUSY while a writable view mapping exists, or references
- *               taken through one remain (O_DIRECT still writing); -EPERM
- *               if donated.
- *  pin_donate:  -EBUSY while a view mapping exists, or while references
- *               taken through views remain (see pin_refs; after a grace
- *               of about 63 ms for transient ones) (timeout_ms 0: no
- *               wait); with timeout_ms > 0 waits for both, then
- *               -ETIMEDOUT, never before timeout_ms have passed
- *               (CLOCK_MONOTONIC, as poll()); -EINTR on a signal
- *               (io_uring completions do not interrupt it); timeout_ms
- *               < 0 waits without limit.
- *               The error text names the views, or the referenced bytes.
- *  pin_publish: donated -> sealed, else -EPERM.
- *  pin_reopen:  donated -> open, else -EPERM.
+ *  pin_region_seal: -EBUSY while a writable view mapping exists, or
+ *      references taken through one remain (O_DIRECT still writing);
+ *      -EPERM if donated.
+ *  pin_region_donate: -EBUSY while a view mapping exists, or while
+ *      references taken through views remain (see pin_region_refs; after
+ *      a grace of about 63 ms for transient ones) (timeout_ms 0: no
+ *      wait); with timeout_ms > 0 waits for both, then -ETIMEDOUT, never
+ *      before timeout_ms have passed (CLOCK_MONOTONIC, as poll()); -EINTR
+ *      on a signal (io_uring completions do not interrupt it);
+ *      timeout_ms < 0 waits without limit. The error text names the
+ *      views, or the referenced bytes.
+ *  pin_region_publish: donated -> sealed, else -EPERM.
+ *  pin_region_reopen: donated -> open, else -EPERM.
  * On the portable backend donate/publish/reopen return -EOPNOTSUPP.
  */
-int pin_seal(struct pin_region *r);
-int pin_donate(struct pin_region *r, int timeout_ms);
-int pin_publish(struct pin_region *r);
-int pin_reopen(struct pin_region *r);
+int pin_region_seal(struct pin_region *r);
+int pin_region_donate(struct pin_region *r, int timeout_ms);
+int pin_region_publish(struct pin_region *r);
+int pin_region_reopen(struct pin_region *r);
 
 #define PIN_HOLDER_OWNER	1
 #define PIN_HOLDER_VIEW		2
 
 struct pin_holder {
+	uint32_t size;		/* set by the caller (element 0) */
 	pid_t pid;
 	int kind;		/* PIN_HOLDER_* */
 	uint64_t start;		/* address in that process; 0: withheld
@@ -258,7 +297,8 @@ struct pin_holder {
  * The kernel withholds (start 0) the address of a mapping in a process of
  * another user unless the caller has CAP_SYS_PTRACE.
  */
-int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap);
+int pin_region_holders(struct pin_region *r, struct pin_holder *holders,
+		       size_t cap);
 
 /*
  * Format one holder as "pid 123 (python3) view 0x7f..-0x7f.. r-- at +0x0".
@@ -270,13 +310,13 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len);
  * Device-wide queries by region id (pinctl): the regions the caller may see
  * (its own uid, or all with CAP_SYS_ADMIN), ordered by id, and the mappings
  * of one of them. Both fill up to cap records and return the number that
- * exist (which may exceed cap). pin_dev_holders: -ENOENT for an id that is
- * unknown or not the caller's. -EOPNOTSUPP on portable.
+ * exist (which may exceed cap). pin_dev_region_holders: -ENOENT for an
+ * id that is unknown or not the caller's. -EOPNOTSUPP on portable.
  */
-int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
-		 size_t cap);
-int pin_dev_holders(struct pin_dev *dev, uint64_t id,
-		    struct pin_holder *holders, size_t cap);
+int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
+		    size_t cap);
+int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,
+			   struct pin_holder *holders, size_t cap);
 
 /* ---- Page references ---------------------------------------------------- */
 
@@ -313,6 +353,7 @@ int pin_region_expect(struct pin_region *r, uint64_t offset, uint64_t length,
  * them, only where and how.
  */
 struct pin_ref_range {
+	uint32_t size;		/* set by the caller (element 0) */
 	uint64_t offset;	/* into the region */
 	uint64_t length;
 	uint64_t refs;
@@ -321,14 +362,15 @@ struct pin_ref_range {
 };
 
 /*
- * The referenced runs of a region (pin_refs) or of a region by id
- * (pin_dev_refs, visible as for pin_dev_holders). Fills up to cap runs,
- * returns how many exist; -EOPNOTSUPP on the portable backend or a
- * module before ABI 2.
+ * The referenced runs of a region (pin_region_refs) or of a region by id
+ * (pin_dev_region_refs, visible as for pin_dev_region_holders). Fill up
+ * to cap runs, return how many exist; -EOPNOTSUPP on the portable
+ * backend or a module before ABI 2.
  */
-int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap);
-int pin_dev_refs(struct pin_dev *dev, uint64_t id,
-		 struct pin_ref_range *ranges, size_t cap);
+int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges,
+		    size_t cap);
+int pin_dev_region_refs(struct pin_dev *dev, uint64_t id,
+			struct pin_ref_range *ranges, size_t cap);
 
 /*
  * Format one run as "bytes [0 MiB, 2 MiB) referenced outside any mapping:
@@ -375,13 +417,13 @@ int pin_view_unmap(struct pin_view *v, void *addr);
 /* ---- Passing fds between processes (SCM_RIGHTS over a Unix socket) ----- */
 
 /* Sends one fd with a one-byte message; restarts on EINTR. */
-int pin_send_fd(int sock, int fd);
+int pin_fd_send(int sock, int fd);
 /*
  * Receives one fd (O_CLOEXEC) into *fdp. -ECONNRESET on end of stream;
  * -EPROTO (and nothing kept open) for a message that carried no fd, more
  * than one, or had its control data truncated. Restarts on EINTR.
  */
-int pin_recv_fd(int sock, int *fdp);
+int pin_fd_recv(int sock, int *fdp);
 
 #ifdef __cplusplus
 }
@@ -391,5 +433,6 @@ int pin_recv_fd(int sock, int *fdp);
 #include "pin_io.h"	/* checkpoint I/O */
 #include "pin_st.h"	/* safetensors */
 #include "pin_cuda.h"	/* CUDA registration */
+#include "pin_cache.h"	/* one copy per host, from pinmem-cached */
 
 #endif /* PIN_H */

@@ -28,7 +28,7 @@ struct pin_view;	/* pin.h */
  * caller's current context is untouched. Registrations are PORTABLE (pinned
  * for every context of the process) and split into chunks of at most
  * PIN_CUDA_CHUNK_MAX bytes, one cuMemHostRegister each; unregistering
- * passes the same bases. While registered, pin_region_free,
+ * passes the same bases. While registered, pin_region_close,
  * pin_region_unmap and pin_view_unmap of that mapping return -EBUSY.
  * Unregister a view's mappings before pin_view_close of that view.
  */
@@ -40,6 +40,14 @@ struct pin_cuda;
 /* The largest range handed to one cuMemHostRegister call: 64 GiB. */
 #define PIN_CUDA_CHUNK_MAX	(64ULL << 30)
 
+/* Options of pin_cuda_open; NULL: none. */
+struct pin_cuda_opts {
+	uint32_t size;			/* sizeof(struct pin_cuda_opts) */
+	uint32_t flags;			/* none yet: 0 */
+	char *why;			/* on failure, why; may be NULL */
+	size_t why_len;
+};
+
 /*
  * Load the driver and retain the primary context of device ordinal device
  * (0 for the first GPU). The driver is dlopen("libcuda.so.1"), or the file
@@ -49,15 +57,15 @@ struct pin_cuda;
  * Errors: -ENOENT (no driver: dlopen failed; the text names the file and
  * dlerror()), -ENOSYS (the driver lacks an entry point), -ENODEV (cuInit,
  * cuDeviceGet or the primary context failed; the text names the CUresult),
- * -EINVAL (device < 0, bad PIN_CUDA_TEST_CHUNK), -ENOMEM.
- * On failure *cp is NULL and, if errbuf is not NULL, the reason in words
- * is written there (at most errlen bytes, with NUL). A driver that got as
+ * -EINVAL (device < 0, bad PIN_CUDA_TEST_CHUNK, opts), -E2BIG (opts),
+ * -ENOMEM. On failure *cp is NULL and opts->why says why in words. A
+ * driver that got as
  * far as cuInit stays loaded for the life of the process (unloading a CUDA
  * driver is not safe); one that failed to load or lacks an entry point
  * does not.
  */
-int pin_cuda_open(struct pin_cuda **cp, int device, char *errbuf,
-		  size_t errlen);
+int pin_cuda_open(struct pin_cuda **cp, int device,
+		  const struct pin_cuda_opts *opts);
 /* Unregister what is still registered through c, release, unload. */
 void pin_cuda_close(struct pin_cuda *c);
 const char *pin_cuda_error(const struct pin_cuda *c);
@@ -66,8 +74,9 @@ uint64_t pin_cuda_chunk_max(const struct pin_cuda *c);
 
 /*
  * The NUMA node of c's GPU (cuDeviceGetPCIBusId, then pin_pci_numa_node),
- * for pin_alloc_on_node: -1 when the platform says none, -ENOSYS (the
- * driver lacks cuDeviceGetPCIBusId), -EIO (it failed), -ENOENT.
+ * for pin_region_create's PIN_REGION_NODE: -1 when the platform says
+ * none, -ENOSYS (the driver lacks cuDeviceGetPCIBusId), -EIO (it failed),
+ * -ENOENT.
  */
 int pin_cuda_numa_node(struct pin_cuda *c);
 

@@ -10,6 +10,7 @@
 #ifndef PIN_IO_H
 #define PIN_IO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -29,7 +30,7 @@ struct pin_region;	/* pin.h */
  * read into the destination starting at its first byte, so the wanted
  * bytes land (file_off % PIN_IO_ALIGN) bytes in. The layout is the same on
  * the O_DIRECT and the buffered path. The destination must have room for
- * the whole superset (pin_io_span) and, for O_DIRECT, start on a
+ * the whole superset (pin_file_span) and, for O_DIRECT, start on a
  * PIN_IO_ALIGN boundary (a region offset that is a page multiple does);
  * otherwise the call falls back to buffered reads and says so. Bytes of
  * the superset beyond end of file are left as they were.
@@ -61,22 +62,31 @@ struct pin_region;	/* pin.h */
 /* Called now and then as requests complete: done of total bytes so far. */
 typedef void (*pin_io_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
-/* All fields zero (or a NULL opts pointer) means: defaults, O_DIRECT. */
+/*
+ * All fields but size zero (or a NULL opts pointer) means: defaults,
+ * O_DIRECT. why is where pin_file_read and pin_file_write, which have no
+ * handle, put the text of a failure (the region's and the checkpoint's
+ * calls put it in pin_region_error and pin_st_error).
+ */
 struct pin_io_opts {
+	uint32_t size;			/* sizeof(struct pin_io_opts) */
 	unsigned queue_depth;		/* requests in flight, 1..256; 0: default */
 	uint32_t request_size;		/* bytes, multiple of PIN_IO_ALIGN,
 					 * up to 64 MiB; 0: default */
 	unsigned flags;			/* PIN_IO_* */
 	pin_io_progress_fn progress;	/* may be NULL */
 	void *progress_arg;
+	char *why;			/* may be NULL */
+	size_t why_len;
 };
 
 /*
  * What one call did. Every I/O call fills the whole struct (it does not
- * add to earlier contents); on failure error[] says which file, which
- * offset and why.
+ * add to earlier contents), on failure too; the failure's text is where
+ * the conventions in pin.h say (which file, which offset and why).
  */
 struct pin_io_stats {
+	uint32_t size;			/* set by the caller */
 	uint64_t bytes;			/* file bytes moved: the superset,
 					 * less what lies past end of file */
 	uint64_t ns;			/* wall time of the call */
@@ -90,49 +100,53 @@ struct pin_io_stats {
 	int direct;			/* 1: every byte moved with O_DIRECT */
 	int fixed_buffers;		/* 1: registered buffers were used */
 	char fallback_reason[192];	/* why not O_DIRECT / not fixed, or "" */
-	char error[512];		/* set on failure */
 };
 
 /* Bytes of destination a read of [file_off, file_off + len) needs. */
-uint64_t pin_io_span(uint64_t file_off, uint64_t len);
+uint64_t pin_file_span(uint64_t file_off, uint64_t len);
 
 /*
  * Read the aligned superset of [file_off, file_off + len) of path into
- * buf (buf_len bytes, >= pin_io_span). Returns the offset into buf of
+ * buf (buf_len bytes, >= pin_file_span). Returns the offset into buf of
  * file_off (>= 0), or a negative errno: -EINVAL (arguments, buf_len too
  * small), -EIO (end of file before file_off + len: the file is shorter),
  * -ESTALE (the file changed size during the read), or the open/read
- * error. stats may be NULL.
+ * error; -E2BIG (opts). stats and opts may be NULL; the failure's text
+ * goes to opts->why.
  */
-int pin_io_read(void *buf, uint64_t buf_len, const char *path,
-		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
-		struct pin_io_stats *stats);
+int pin_file_read(void *buf, uint64_t buf_len, const char *path,
+		  uint64_t file_off, uint64_t len,
+		  const struct pin_io_opts *opts, struct pin_io_stats *stats);
 
 /*
  * The same into a region at region_off (a multiple of PIN_IO_ALIGN), through
  * its owner mapping (made if needed). The region must be open for writing by
- * its owner (not sealed on the portable backend). Errors as pin_io_read,
+ * its owner (not sealed on the portable backend). Errors as pin_file_read,
  * also described by pin_region_error().
  */
-int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
-		  uint64_t file_off, uint64_t len,
-		  const struct pin_io_opts *opts, struct pin_io_stats *stats);
+int pin_region_read_file(struct pin_region *r, uint64_t region_off,
+			 const char *path, uint64_t file_off, uint64_t len,
+			 const struct pin_io_opts *opts,
+			 struct pin_io_stats *stats);
 
 /*
  * Write len bytes from buf to path at file_off (a multiple of
  * PIN_IO_ALIGN), creating the file (mode 0644) if needed, never truncating
  * it below file_off + len. O_DIRECT straight from buf where it is
  * PIN_IO_ALIGN-aligned, else from aligned bounce buffers; buffered where
- * O_DIRECT is refused; fsync before returning. buf may have any alignment. Returns 0 or a negative errno (-EINVAL, open/write errors).
+ * O_DIRECT is refused; fsync before returning. buf may have any
+ * alignment. Returns 0 or a negative errno (-EINVAL, open/write errors);
+ * the failure's text goes to opts->why.
  */
-int pin_io_write(const void *buf, uint64_t len, const char *path,
-		 uint64_t file_off, const struct pin_io_opts *opts,
-		 struct pin_io_stats *stats);
+int pin_file_write(const void *buf, uint64_t len, const char *path,
+		   uint64_t file_off, const struct pin_io_opts *opts,
+		   struct pin_io_stats *stats);
 
 /* The same from a region's bytes [region_off, region_off + len). */
-int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
-		   uint64_t file_off, uint64_t len,
-		   const struct pin_io_opts *opts, struct pin_io_stats *stats);
+int pin_region_write_file(struct pin_region *r, uint64_t region_off,
+			  const char *path, uint64_t file_off, uint64_t len,
+			  const struct pin_io_opts *opts,
+			  struct pin_io_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@ extern "C" {
 
 struct pin_dev;		/* pin.h */
 struct pin_region;	/* pin.h */
+struct pin_region_opts;	/* pin.h */
 
 /*
  * The safetensors format (huggingface/safetensors): an 8-byte little-endian
@@ -55,13 +56,14 @@ struct pin_st;		/* a checkpoint: tensors, regions, stats, last error */
 
 /*
  * One tensor. Pointers are owned by the checkpoint and valid until
- * pin_st_free. For a loaded checkpoint, region/region_offset/data say
+ * pin_st_close. For a loaded checkpoint, region/region_offset/data say
  * where the bytes are (data = owner mapping + region_offset); for a
  * parsed-only one, region and data are NULL and file_offset says where
  * the bytes are in the file. For pin_st_save, set name, dtype, ndim,
  * shape, nbytes and either data (any memory) or region+region_offset.
  */
 struct pin_st_tensor {
+	uint32_t size;			/* set by the caller */
 	const char *name;
 	int dtype;			/* PIN_DT_* */
 	unsigned ndim;
@@ -77,9 +79,9 @@ struct pin_st_tensor {
 #define PIN_ST_MAX_HEADER	100000000ULL
 
 /* A new, empty checkpoint; NULL on ENOMEM. */
-struct pin_st *pin_st_new(void);
+struct pin_st *pin_st_create(void);
 /* Free tensors and every region the checkpoint loaded. NULL is a no-op. */
-void pin_st_free(struct pin_st *ck);
+void pin_st_close(struct pin_st *ck);
 const char *pin_st_error(const struct pin_st *ck);
 
 /*
@@ -98,6 +100,20 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
 			const char *name);
 
 /*
+ * Options of pin_st_load and pin_st_load_into; NULL: none. region places
+ * the regions pin_st_load allocates (PIN_REGION_NODE, with
+ * PIN_REGION_ANY_NODE or not, on either backend: beside the GPU the
+ * checkpoint is for, pin_cuda_numa_node); io tunes the reads; either may
+ * be NULL.
+ */
+struct pin_st_load_opts {
+	uint32_t size;			/* sizeof(struct pin_st_load_opts) */
+	uint32_t flags;			/* none yet: 0 */
+	const struct pin_region_opts *region;
+	const struct pin_io_opts *io;
+};
+
+/*
  * Load a .safetensors file, or every shard named by a
  * *.safetensors.index.json ("weight_map": tensor -> file, relative to the
  * index; every entry must be in the file it names and every tensor of a
@@ -105,45 +121,37 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  * file's data section read once, with O_DIRECT where allowed, in large
  * requests. Each region is sealed when its file is loaded. On failure the
  * checkpoint is left empty. The checkpoint must be empty (-EBUSY).
- * opts->progress, if set, sees done/total bytes over the whole checkpoint.
+ * opts->io->progress, if set, sees done/total bytes over the whole
+ * checkpoint.
  * Errors: -EINVAL (format rule, truncated file), -ESTALE (a file changed
  * size during the load), -EIO (end of file where data should be),
- * allocation/seal/IO errors.
+ * allocation/seal/IO errors; -EINVAL also for region flags other than
+ * PIN_REGION_NODE and PIN_REGION_ANY_NODE, a node < 0 or not online.
  */
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
-		const struct pin_io_opts *opts);
-/*
- * pin_st_load with every region on NUMA node `node`, as pin_alloc_on_node
- * places one (flags: 0, every chunk from the node, else -ENOMEM; or
- * PIN_ALLOC_ANY_NODE, the node preferred), on either backend: beside the
- * GPU the checkpoint is for (pin_cuda_numa_node). node -1 with flags 0 is
- * pin_st_load. -EINVAL: other flags, node < -1, no such node online.
- */
-int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
-			const char *path, int node, unsigned flags,
-			const struct pin_io_opts *opts);
+		const struct pin_st_load_opts *opts);
 
 /*
  * Load one .safetensors file into r, a region the caller owns (and keeps
  * owning), at region_off (a multiple of PIN_IO_ALIGN): its header is read
- * and checked, and the data section's aligned superset (pin_io_span) is
+ * and checked, and the data section's aligned superset (pin_file_span) is
  * read with the same engine as pin_st_load (io_uring, O_DIRECT where
  * allowed) into [region_off, region_off + span) through r's owner
  * mapping. The wanted bytes start (data start % PIN_IO_ALIGN) bytes in;
  * the tensors' region, region_offset and data say where. r must be open
- * or donated (its owner writes; e.g. DONATED then pin_reopen) and is left
- * in its state: seal it when the caller is done. pin_st_region() of the
+ * or donated (its owner writes; e.g. DONATED then pin_region_reopen) and
+ * is left in its state: seal it when the caller is done. pin_st_region() of the
  * checkpoint is NULL (it does not own r); r must outlive the checkpoint's
  * use of its tensors. Errors: -EINVAL (offset, an index file, format
  * rules), -EPERM (r is sealed), -ENOSPC (does not fit), -EBUSY (ck not
- * empty), and pin_st_load's.
+ * empty; also opts->region set), and pin_st_load's.
  */
 int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		     uint64_t region_off, const char *path,
-		     const struct pin_io_opts *opts);
+		     const struct pin_st_load_opts *opts);
 /*
  * Hand the region file i was loaded into (by pin_st_load) over to the
- * caller, who frees it with pin_region_free; the checkpoint's tensors go
+ * caller, who frees it with pin_region_close; the checkpoint's tensors go
  * on pointing into it. NULL if there is none or it was taken already.
  */
 struct pin_region *pin_st_take_region(struct pin_st *ck, size_t i);
@@ -178,6 +186,7 @@ int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats);
  * failed load's unreached phases.
  */
 struct pin_st_phases {
+	uint32_t size;			/* set by the caller */
 	uint64_t alloc_ns;
 	uint64_t pin_ns;
 	uint64_t transfer_ns;
@@ -200,6 +209,7 @@ int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases);
 						 * the pin times are the read's */
 
 struct pin_st_step {
+	uint32_t size;			/* set by the caller (element 0) */
 	uint32_t file;
 	uint32_t flags;			/* PIN_ST_STEP_* */
 	uint64_t offset;

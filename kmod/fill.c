@@ -20,70 +20,21 @@
  * the claim fails at once with EBUSY. So the memory FILLs hold never
  * exceeds the region's own size, which ALLOC charged (RLIMIT_MEMLOCK, the
  * module's total), however many run at once. No lock is held across the
- * allocation or the read. The count read is written back before the
- * chunks are published: on any error, none of them is.
+ * allocation or the read. FILL comes in two halves, claim-allocate-read
+ * and publish, between which ioctl.c writes the count read back: on any
+ * error, the copy's included, none of the chunks is published.
  */
 #include <linux/bvec.h>
-#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 #include <linux/uio.h>
 
 #include "pinmem.h"
 #include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
-
-/* The chunks a FILL reads into, before they are the region's. */
-struct pinmem_fill_job {
-	struct page **chunks;
-	struct bio_vec *bvec;
-	unsigned long first;		/* index of chunks[0] in the region */
-	unsigned long nr;
-	u64 length;			/* bytes to read, <= nr chunks */
-};
-
-static int pinmem_fill_check(struct pinmem_region *region,
-			     const struct pinmem_fill *f)
-{
-	if (f->flags || f->reserved[0] || f->reserved[1])
-		return -EINVAL;
-	if (!f->length || f->offset >= region->size ||
-	    f->length > region->size - f->offset)
-		return -EINVAL;
-	if (!IS_ALIGNED(f->offset, PINMEM_CHUNK_SIZE))
-		return -EINVAL;
-	if (!IS_ALIGNED(f->length, PINMEM_CHUNK_SIZE) &&
-	    f->offset + f->length != region->size)
-		return -EINVAL;
-	if (f->file_offset > LLONG_MAX - f->length)
-		return -EINVAL;
-	/* A region made whole (not lazy, or every chunk there): all taken. */
-	if (!READ_ONCE(region->nr_unpopulated))
-		return -EEXIST;
-	return 0;
-}
-
-static struct file *pinmem_fill_file(int fd)
-{
-	struct file *file = fget(fd);
-	umode_t mode;
-
-	if (!file)
-		return ERR_PTR(-EBADF);
-	mode = file_inode(file)->i_mode;
-	if (!(file->f_mode & FMODE_READ)) {
-		fput(file);
-		return ERR_PTR(-EBADF);
-	}
-	if (!S_ISREG(mode) && !S_ISBLK(mode)) {
-		fput(file);
-		return ERR_PTR(-EINVAL);
-	}
-	return file;
-}
 
 static void pinmem_fill_free(struct pinmem_fill_job *job)
 {
@@ -129,8 +80,8 @@ static int pinmem_fill_alloc(struct pinmem_region *region,
  * read_iter may leave it anywhere after a short read (netfs advances it
  * by the whole request), so only the returned count is trusted.
  */
-static int pinmem_fill_read(struct file *file, loff_t pos,
-			    struct pinmem_fill_job *job, u64 *done)
+static int pinmem_fill_read_file(struct file *file, loff_t pos,
+				 struct pinmem_fill_job *job, u64 *done)
 {
 	struct iov_iter iter;
 	loff_t at;
@@ -182,13 +133,14 @@ static int pinmem_fill_claim(struct pinmem_region *region,
 		return -EINTR;
 	ret = pinmem_chunks_claim(region, job->first, job->nr);
 	mutex_unlock(&region->populate_lock);
+	job->claimed = !ret;
 	return ret;
 }
 
 /*
  * End the claim: with publish, the job's chunks become the region's
  * (all of them); without, they stay the job's, to be freed unseen. Not
- * killable: the claim must end, and nobody holds populate_lock long
+ * killable: the claim must end, and nobody keeps populate_lock long
  * over claimed chunks (an overlapping POPULATE fails at once).
  */
 static void pinmem_fill_end(struct pinmem_region *region,
@@ -212,51 +164,47 @@ static void pinmem_fill_end(struct pinmem_region *region,
 	mutex_unlock(&region->populate_lock);
 }
 
-static int pinmem_fill(struct pinmem_region *region, struct file *file,
-		       struct pinmem_fill *f, struct pinmem_fill __user *uf)
+/*
+ * The first half of FILL: claim the chunks of bytes [offset, offset +
+ * length) of the region (a range ioctl.c has checked), allocate them and
+ * read the file at pos into them; job->bytes is what the read returned.
+ * Whatever it returns, pinmem_fill_finish() ends the job.
+ */
+int pinmem_fill_read(struct pinmem_region *region, struct file *file,
+		     loff_t pos, u64 offset, u64 length,
+		     struct pinmem_fill_job *job)
 {
-	struct pinmem_fill_job job = {
-		.first = f->offset >> PINMEM_CHUNK_SHIFT,
-		.nr = DIV_ROUND_UP_ULL(f->length, PINMEM_CHUNK_SIZE),
-		.length = f->length,
-	};
 	int ret;
 
+	memset(job, 0, sizeof(*job));
+	job->offset = offset;
+	job->length = length;
+	job->first = offset >> PINMEM_CHUNK_SHIFT;
+	job->nr = DIV_ROUND_UP_ULL(length, PINMEM_CHUNK_SIZE);
+	/* A region made whole (not lazy, or every chunk there): all taken. */
+	if (!READ_ONCE(region->nr_unpopulated))
+		return -EEXIST;
 	/* Lazy regions only: their entries are all order 9, chunk-indexed. */
-	ret = pinmem_fill_claim(region, &job);
-	if (ret)
-		return ret;
-	ret = pinmem_fill_alloc(region, &job);
+	ret = pinmem_fill_claim(region, job);
 	if (!ret)
-		ret = pinmem_fill_read(file, f->file_offset, &job, &f->bytes);
-	if (!ret) {
-		pinmem_fill_zero_rest(&job, f->bytes);
-		/* Out before publication: an EFAULT leaves nothing populated. */
-		if (put_user(f->bytes, &uf->bytes))
-			ret = -EFAULT;
-	}
-	pinmem_fill_end(region, &job, !ret);
-	pinmem_fill_free(&job);
+		ret = pinmem_fill_alloc(region, job);
+	if (!ret)
+		ret = pinmem_fill_read_file(file, pos, job, &job->bytes);
+	if (!ret)
+		pinmem_fill_zero_rest(job, job->bytes);
 	return ret;
 }
 
-int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg)
+/*
+ * The second half: with ret 0 (the count read reached the caller) the
+ * chunks become the region's; otherwise they are freed unseen.
+ */
+void pinmem_fill_finish(struct pinmem_region *region,
+			struct pinmem_fill_job *job, int ret)
 {
-	struct pinmem_fill f;
-	struct file *file;
-	int ret;
-
-	if (copy_from_user(&f, arg, sizeof(f)))
-		return -EFAULT;
-	ret = pinmem_fill_check(region, &f);
-	if (ret)
-		return ret;
-	file = pinmem_fill_file(f.fd);
-	if (IS_ERR(file))
-		return PTR_ERR(file);
-	f.bytes = 0;
-	ret = pinmem_fill(region, file, &f, arg);
-	fput(file);
-	trace_pinmem_fill(region->id, f.offset, f.length, f.bytes, ret);
-	return ret;
+	if (job->claimed)
+		pinmem_fill_end(region, job, !ret);
+	pinmem_fill_free(job);
+	trace_pinmem_fill(region->id, job->offset, job->length, job->bytes,
+			  ret);
 }

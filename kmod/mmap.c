@@ -241,13 +241,14 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 }
 
 /*
- * View admission, under the region lock: refused while DONATED or while a
- * DONATE waits (EBUSY), a writable one while a SEAL waits for references
- * (EBUSY); a read-write mapping only while OPEN (EPERM), and
- * when the region is not OPEN VM_MAYWRITE goes, so mprotect cannot add
- * write later. A read-write view fd mapped read-only while OPEN keeps
- * VM_MAYWRITE and counts as writable, as memfd's F_SEAL_WRITE does.
- * Admitted, its chunks are marked for the reference checks (refs.c).
+ * View admission, decided with the region lock taken: refused while
+ * DONATED or while a DONATE waits (EBUSY), a writable one while a SEAL
+ * waits for references (EBUSY); a read-write mapping only while OPEN
+ * (EPERM), and when the region is not OPEN VM_MAYWRITE goes, so mprotect
+ * cannot add write later. A read-write view fd mapped read-only while
+ * OPEN keeps VM_MAYWRITE and counts as writable, as memfd's F_SEAL_WRITE
+ * does. Admitted, its chunks are marked for the reference checks
+ * (refs.c).
  */
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -310,13 +311,14 @@ static u32 pinmem_prot(vm_flags_t flags)
  * fsuid and fsgid equal to every uid and gid of the task, and the task
  * dumpable. Modules cannot call ptrace_may_access(), so the LSM's say
  * (Yama's ptrace_scope) is not asked: stated in security.md. Another
- * user's addresses would undo its ASLR. Under rcu_read_lock.
+ * user's addresses would undo its ASLR. Under rcu_read_lock().
  */
 static bool pinmem_addr_visible(struct task_struct *task,
 				struct mm_struct *mm, bool all_addr)
 {
 	const struct cred *cred = current_cred(), *tcred;
 
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pinmem: task creds need RCU");
 	if (all_addr || mm == current->mm)
 		return true;
 	if (!task || get_dumpable(mm) != SUID_DUMP_USER)
@@ -342,6 +344,7 @@ static struct task_struct *pinmem_mm_task(struct mm_struct *mm)
 {
 	struct task_struct *g, *t;
 
+	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pinmem: task list needs RCU");
 	for_each_process_thread(g, t)
 		if (READ_ONCE(t->mm) == mm && !(t->flags & PF_KTHREAD))
 			return t;
@@ -353,8 +356,8 @@ static struct task_struct *pinmem_mm_task(struct mm_struct *mm)
  * an empty comm when it is not visible there), and whether its address
  * may be shown. *last caches the previous record's mm and answer, as
  * consecutive records are mostly of one process. The VMA (so its mm)
- * stays alive: its record is on the list, and vm_ops->close takes the
- * region lock, which the caller holds.
+ * stays alive: its record is on the list, which vm_ops->close leaves
+ * under region->lock, and the caller holds region->lock.
  */
 static void pinmem_holder_task(struct vm_area_struct *vma,
 			       struct pinmem_holder *h, bool all_addr,
@@ -362,8 +365,10 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 			       struct mm_struct **last_mm)
 {
 	struct pid_namespace *ns = task_active_pid_ns(current);
+	struct pinmem_holder_rec *rec = vma->vm_private_data;
 	struct task_struct *task;
 
+	lockdep_assert_held(&rec->region->lock);
 	if (*last_mm == vma->vm_mm) {
 		h->tgid = last->tgid;
 		memcpy(h->comm, last->comm, sizeof(h->comm));

@@ -89,6 +89,26 @@ struct pinmem_view_file {
 	u32 flags;			/* PINMEM_VIEW_* */
 };
 
+/* An EXPECT declaration (refs.c), its range checked by ioctl.c. */
+struct pinmem_expect_req {
+	pgoff_t pgoff;
+	pgoff_t nr_pages;
+	bool per_page;			/* else one reference per chunk */
+	bool remove;
+};
+
+/* A FILL's chunks (fill.c), claimed and read before they are the region's. */
+struct pinmem_fill_job {
+	struct page **chunks;
+	struct bio_vec *bvec;
+	u64 offset;			/* bytes into the region */
+	u64 length;			/* bytes to read, <= nr chunks */
+	u64 bytes;			/* bytes the read returned */
+	unsigned long first;		/* index of chunks[0] in the region */
+	unsigned long nr;
+	bool claimed;			/* its chunks are marked in filling */
+};
+
 /* One per VMA, at vm_private_data; on region->holders while the VMA lives. */
 struct pinmem_holder_rec {
 	struct list_head node;
@@ -107,6 +127,7 @@ struct pinmem_totals {
 	atomic64_t view_fds;
 };
 
+/* main.c */
 extern struct pinmem_totals pinmem_totals;
 extern unsigned long long pinmem_max_total_bytes;
 extern unsigned long long pinmem_max_region_bytes;
@@ -137,28 +158,31 @@ int pinmem_alloc_init(void);
 void pinmem_alloc_exit(void);
 
 /* populate.c */
-int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg);
+int pinmem_populate(struct pinmem_region *region, u64 offset, u64 length);
 int pinmem_chunks_claim(struct pinmem_region *region, unsigned long first,
 			unsigned long nr);
 void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
 			   unsigned long nr);
 
 /* fill.c */
-int pinmem_ioc_fill(struct pinmem_region *region, void __user *arg);
+int pinmem_fill_read(struct pinmem_region *region, struct file *file,
+		     loff_t pos, u64 offset, u64 length,
+		     struct pinmem_fill_job *job);
+void pinmem_fill_finish(struct pinmem_region *region,
+			struct pinmem_fill_job *job, int ret);
 
 /* numa.c */
-int pinmem_place_from_alloc(const struct pinmem_alloc *a,
-			    struct pinmem_place *place);
-int pinmem_ioc_nodes(struct pinmem_region *region, void __user *arg);
+int pinmem_place_on_node(struct pinmem_place *place, int node, bool any);
+void pinmem_region_nodes(struct pinmem_region *region, u64 *bytes);
 
 /* view.c */
-int pinmem_view_create(struct pinmem_region *region,
-		       const struct pinmem_view *req, struct file **out);
+int pinmem_view_create(struct pinmem_region *region, pgoff_t pgoff,
+		       pgoff_t nr_pages, bool write, struct file **out);
 extern const struct file_operations pinmem_view_fops;
 
 /* state.c */
 int pinmem_seal(struct pinmem_region *region);
-int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms);
+int pinmem_donate(struct pinmem_region *region, bool wait, u32 timeout_ms);
 int pinmem_publish(struct pinmem_region *region);
 int pinmem_reopen(struct pinmem_region *region);
 
@@ -171,7 +195,7 @@ int pinmem_refs_settle(struct pinmem_region *region, bool seal, bool wait,
 void pinmem_refs_settled(struct pinmem_region *region, bool seal, int ret,
 			 u64 outside);
 int pinmem_refs_expect(struct pinmem_region *region,
-		       const struct pinmem_expect *e);
+		       const struct pinmem_expect_req *e);
 void pinmem_refs_fill_info(struct pinmem_region *region,
 			   struct pinmem_region_info *info);
 u32 pinmem_refs_snapshot(void *region, void *buf, u32 capacity);

@@ -22,7 +22,6 @@
 #include <linux/bitmap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
 
 #include "pinmem.h"
 #include "trace.h"
@@ -49,7 +48,7 @@ static unsigned long pinmem_count_missing(struct page **chunks,
 	return n;
 }
 
-/* Whether a FILL holds a chunk of [first, first + nr); populate_lock. */
+/* Whether a FILL holds a chunk of [first, first + nr). Under populate_lock. */
 static bool pinmem_chunks_filling(struct pinmem_region *region,
 				  unsigned long first, unsigned long nr)
 {
@@ -84,7 +83,10 @@ int pinmem_chunks_claim(struct pinmem_region *region, unsigned long first,
 	return 0;
 }
 
-/* The claim ends (its chunks published or never were); populate_lock. */
+/*
+ * The claim ends (its chunks published or never were). Under
+ * populate_lock.
+ */
 void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
 			   unsigned long nr)
 {
@@ -92,8 +94,11 @@ void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
 	bitmap_clear(region->filling, first, nr);
 }
 
-static int pinmem_populate(struct pinmem_region *region, u64 offset,
-			   u64 length)
+/*
+ * POPULATE bytes [offset, offset + length) of the region (a range ioctl.c
+ * has checked): allocate the missing chunks of it.
+ */
+int pinmem_populate(struct pinmem_region *region, u64 offset, u64 length)
 {
 	gfp_t gfp = pinmem_chunk_gfp(PINMEM_CHUNK_ORDER, false);
 	unsigned long first, nr, missing, had;
@@ -101,6 +106,9 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 	bool intr;
 	int ret;
 
+	/* Only ever decreases: a stale nonzero just takes the lock. */
+	if (!READ_ONCE(region->nr_unpopulated))
+		return 0;
 	pinmem_populate_span(offset, length, &first, &nr);
 	chunks = region->chunks + first;
 	if (mutex_lock_killable(&region->populate_lock))
@@ -129,22 +137,4 @@ static int pinmem_populate(struct pinmem_region *region, u64 offset,
 	trace_pinmem_populate(region->id, offset, length,
 			      missing - (nr - had), ret);
 	return ret;
-}
-
-int pinmem_ioc_populate(struct pinmem_region *region, void __user *arg)
-{
-	struct pinmem_populate p;
-
-	if (copy_from_user(&p, arg, sizeof(p)))
-		return -EFAULT;
-	if (p.reserved[0] || p.reserved[1])
-		return -EINVAL;
-	if (!p.length || !PAGE_ALIGNED(p.offset) || !PAGE_ALIGNED(p.length))
-		return -EINVAL;
-	if (p.offset > region->size || p.length > region->size - p.offset)
-		return -EINVAL;
-	/* Only ever decreases: a stale nonzero just takes the lock. */
-	if (!READ_ONCE(region->nr_unpopulated))
-		return 0;
-	return pinmem_populate(region, p.offset, p.length);
 }

@@ -186,9 +186,9 @@ void pinmem_refs_free(struct pinmem_region *region)
 
 /*
  * A view is about to map region pages [pgoff, pgoff + nr): mark their
- * chunks. Only bits: nothing is read from the pages, so this costs no
- * struct page reads under region->lock and mmap_lock. Under
- * region->lock, before the view is counted; -ENOMEM fails the mmap.
+ * chunks. Only bits: nothing is read from the pages, so the mmap that
+ * calls it holds its locks no longer for it. Under region->lock, before
+ * the view is counted; -ENOMEM fails the mmap.
  */
 int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
 		      pgoff_t nr, bool writable)
@@ -198,6 +198,7 @@ int pinmem_refs_taint(struct pinmem_region *region, pgoff_t pgoff,
 	unsigned long idx;
 	unsigned int order;
 
+	lockdep_assert_held(&region->lock);
 	if (!refs)
 		return -ENOMEM;
 	if (!nr)
@@ -318,28 +319,29 @@ void pinmem_refs_settled(struct pinmem_region *region, bool seal, int ret,
 }
 
 /* The change EXPECT makes on one chunk of order o, n pages of it covered. */
-static u32 pinmem_expect_delta(u32 flags, unsigned int order, pgoff_t n)
+static u32 pinmem_expect_delta(bool per_page, unsigned int order, pgoff_t n)
 {
 	if (!order)
 		return GUP_PIN_COUNTING_BIAS;
-	return flags & PINMEM_EXPECT_PER_PAGE ? n : 1;
+	return per_page ? n : 1;
 }
 
-/* Check (apply false) or apply the declaration e; under region->lock. */
+/* Check (apply false) or apply the declaration e. Under region->lock. */
 static int pinmem_expect_walk(struct pinmem_region *region,
 			      struct pinmem_chunk_refs *refs,
-			      const struct pinmem_expect *e, bool apply)
+			      const struct pinmem_expect_req *e, bool apply)
 {
-	pgoff_t pgoff = e->offset >> PAGE_SHIFT;
-	pgoff_t start, end = pgoff + (e->length >> PAGE_SHIFT);
-	bool remove = e->flags & PINMEM_EXPECT_REMOVE;
+	pgoff_t pgoff = e->pgoff;
+	pgoff_t start, end = pgoff + e->nr_pages;
+	bool remove = e->remove;
 	unsigned long idx;
 	unsigned int order;
 	u32 d, cur;
 
+	lockdep_assert_held(&region->lock);
 	pinmem_chunk_at(region, pgoff, &idx, &start, &order);
 	for (; start < end; pinmem_chunk_next(region, &idx, &start, &order)) {
-		d = pinmem_expect_delta(e->flags, order,
+		d = pinmem_expect_delta(e->per_page, order,
 					min(end, start + (1UL << order)) -
 					max(pgoff, start));
 		cur = refs->declared[idx];
@@ -359,9 +361,9 @@ static int pinmem_expect_walk(struct pinmem_region *region,
 	return 0;
 }
 
-/* PINMEM_IOC_EXPECT; e's flags, range and fields are checked by ioctl.c. */
+/* PINMEM_IOC_EXPECT; ioctl.c has checked e's range. */
 int pinmem_refs_expect(struct pinmem_region *region,
-		       const struct pinmem_expect *e)
+		       const struct pinmem_expect_req *e)
 {
 	struct pinmem_chunk_refs *refs;
 	int ret;

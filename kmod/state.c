@@ -28,6 +28,7 @@ static int pinmem_seal_refs(struct pinmem_region *region)
 	u64 outside;
 	int ret;
 
+	lockdep_assert_held(&region->lock);
 	pinmem_wait_init(&w, 0, true);
 	region->seal_waiters++;
 	mutex_unlock(&region->lock);
@@ -95,6 +96,7 @@ static int pinmem_donate_wait(struct pinmem_region *region, bool views,
 	u64 outside;
 	int ret;
 
+	lockdep_assert_held(&region->lock);
 	mutex_unlock(&region->lock);
 	if (views)
 		ret = pinmem_wait_queue(w, &region->donate_wq,
@@ -109,15 +111,15 @@ static int pinmem_donate_wait(struct pinmem_region *region, bool views,
 
 /*
  * OPEN or SEALED -> DONATED once no view mapping exists and no reference
- * taken through one remains. With PINMEM_DONATE_WAIT the caller waits
- * (timeout_ms, 0 meaning no limit); while any donater waits, view mmaps
- * are refused (mmap.c), so the views and their references can only drain.
+ * taken through one remains. With wait (PINMEM_DONATE_WAIT) the caller
+ * waits (timeout_ms, 0 meaning no limit); while any donater waits, view
+ * mmaps are refused (mmap.c), so the views and their references can only
+ * drain.
  * Several donaters may wait; the first to find nothing in the way makes
  * the transition and the others find the region DONATED.
  */
-int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms)
+int pinmem_donate(struct pinmem_region *region, bool wait, u32 timeout_ms)
 {
-	bool wait = flags & PINMEM_DONATE_WAIT;
 	u64 start_ns = ktime_get_ns();
 	bool waiting = false;
 	struct pinmem_wait w;
@@ -152,7 +154,7 @@ int pinmem_donate(struct pinmem_region *region, u32 flags, u32 timeout_ms)
 	if (waiting)
 		region->donate_waiters--;
 	trace_pinmem_donate(region->id, ret, ktime_get_ns() - start_ns,
-			    region->view_mappings, flags & PINMEM_DONATE_WAIT);
+			    region->view_mappings, wait);
 	mutex_unlock(&region->lock);
 	pinmem_wait_end(&w);
 	return ret;

@@ -36,14 +36,14 @@ const struct file_operations pinmem_view_fops = {
 };
 
 /*
- * A new view file over req->offset/length (validated by the caller). The
- * read-write check and the view_fds count are one step under the region
- * lock, so no read-write view appears after a SEAL or DONATE.
+ * A new view file over region pages [pgoff, pgoff + nr_pages) (a range
+ * ioctl.c has checked), read-write if write. The read-write check and the
+ * view_fds count are one step with the region lock taken, so no
+ * read-write view appears after a SEAL or DONATE.
  */
-int pinmem_view_create(struct pinmem_region *region,
-		       const struct pinmem_view *req, struct file **out)
+int pinmem_view_create(struct pinmem_region *region, pgoff_t pgoff,
+		       pgoff_t nr_pages, bool write, struct file **out)
 {
-	bool write = req->flags & PINMEM_VIEW_WRITE;
 	int refused = 0;
 	struct pinmem_view_file *view;
 	struct file *file;
@@ -52,9 +52,9 @@ int pinmem_view_create(struct pinmem_region *region,
 	if (!view)
 		return -ENOMEM;
 	view->region = region;
-	view->pgoff = req->offset >> PAGE_SHIFT;
-	view->nr_pages = req->length >> PAGE_SHIFT;
-	view->flags = req->flags;
+	view->pgoff = pgoff;
+	view->nr_pages = nr_pages;
+	view->flags = write ? PINMEM_VIEW_WRITE : 0;
 
 	kref_get(&region->kref);
 	file = anon_inode_getfile("[pinmem-view]", &pinmem_view_fops, view,
@@ -74,8 +74,8 @@ int pinmem_view_create(struct pinmem_region *region,
 		refused = -EPERM;
 	mutex_unlock(&region->lock);
 	atomic64_inc(&pinmem_totals.view_fds);
-	trace_pinmem_view_create(region->id, req->offset, req->length, write,
-				 refused);
+	trace_pinmem_view_create(region->id, (u64)pgoff << PAGE_SHIFT,
+				 (u64)nr_pages << PAGE_SHIFT, write, refused);
 	if (refused) {
 		fput(file);	/* its release undoes the count */
 		return refused;

@@ -91,6 +91,80 @@ struct pin_view {
 
 #pragma GCC visibility push(hidden)
 
+/*
+ * ext.c: extensible structs (the conventions in pin.h). The size of a
+ * struct in 1.0 runs to the end of its last 1.0 field; it stays so when
+ * the struct grows.
+ */
+#define PIN__SIZE_1_0(type, last) \
+	(offsetof(type, last) + sizeof(((type *)0)->last))
+#define PIN__DEV_OPTS_SIZE	PIN__SIZE_1_0(struct pin_dev_opts, why_len)
+#define PIN__REGION_OPTS_SIZE	PIN__SIZE_1_0(struct pin_region_opts, node)
+#define PIN__IO_OPTS_SIZE	PIN__SIZE_1_0(struct pin_io_opts, why_len)
+#define PIN__ST_LOAD_OPTS_SIZE	PIN__SIZE_1_0(struct pin_st_load_opts, io)
+#define PIN__CUDA_OPTS_SIZE	PIN__SIZE_1_0(struct pin_cuda_opts, why_len)
+#define PIN__DEV_INFO_SIZE	PIN__SIZE_1_0(struct pin_dev_info, nr_view_fds)
+#define PIN__REGION_INFO_SIZE	PIN__SIZE_1_0(struct pin_region_info, owner_pid)
+#define PIN__HOLDER_SIZE	PIN__SIZE_1_0(struct pin_holder, comm)
+#define PIN__REF_RANGE_SIZE	PIN__SIZE_1_0(struct pin_ref_range, expected)
+#define PIN__IO_STATS_SIZE	PIN__SIZE_1_0(struct pin_io_stats, fallback_reason)
+#define PIN__ST_TENSOR_SIZE	PIN__SIZE_1_0(struct pin_st_tensor, file_index)
+#define PIN__ST_PHASES_SIZE	PIN__SIZE_1_0(struct pin_st_phases, seal_ns)
+#define PIN__ST_STEP_SIZE	PIN__SIZE_1_0(struct pin_st_step, read_end_ns)
+
+/*
+ * Copy the caller's options into dst (dst_size bytes, the library's
+ * struct): NULL gives zeros with size set; -EINVAL below min_size,
+ * -E2BIG for a set byte past dst_size.
+ */
+int pin__opts_in(void *dst, size_t dst_size, const void *src,
+		 size_t min_size);
+/*
+ * A result struct, or one the caller hands back (pin_holder_format):
+ * -EINVAL when NULL or its size is below min_size.
+ */
+int pin__out_check(const void *dst, size_t min_size);
+/* Write src (src_size bytes) into the caller's dst, keeping its size. */
+void pin__out_put(void *dst, const void *src, size_t src_size);
+/* A result array: element 0's size is the stride (0 when cap is 0). */
+int pin__array_stride(const void *arr, size_t cap, size_t min_size,
+		      size_t *stride);
+/* Write element i of a result array, its size set to stride. */
+void pin__array_put(void *arr, size_t stride, size_t i, const void *src,
+		    size_t src_size);
+/*
+ * What an I/O call did, as the I/O layers keep it: struct pin_io_stats'
+ * fields and the failure's text, which the public calls hand on as pin.h
+ * says (io.c).
+ */
+struct pin__io_stats {
+	uint64_t bytes;
+	uint64_t ns;
+	uint64_t io_ns;
+	uint64_t requests;
+	uint64_t short_ios;
+	uint64_t retries;
+	uint32_t queue_depth;
+	uint32_t request_size;
+	int direct;
+	int fixed_buffers;
+	char fallback_reason[192];
+	char error[512];
+};
+/* Write st into the caller's stats (its size checked before). */
+void pin__io_stats_put(struct pin_io_stats *out,
+		       const struct pin__io_stats *st);
+
+/*
+ * An array the caller passes in, as the library's elements in a new
+ * *copy (free it): -EINVAL for element 0's size, -E2BIG for a set byte
+ * past the library's fields, -ENOMEM.
+ */
+int pin__array_in(const void *arr, size_t n, size_t elem_size,
+		  size_t min_size, void **copy);
+/* A handle-less call's failure text into the caller's why buffer. */
+void pin__why(char *why, size_t len, const char *text);
+
 /* error.c: write the text, return err (a negative errno) for tail calls. */
 int pin__fail(char *buf, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -106,7 +180,7 @@ struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
 /*
- * pin_alloc for pin__fill_from_file: a portable small-page region comes
+ * pin_region_create for pin__fill_from_file: a portable small-page region comes
  * without its pages (the fill allocates and locks them in one pass).
  */
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
@@ -117,7 +191,7 @@ int pin__portable_alloc(struct pin_dev *dev, uint64_t size,
 			struct pin_region *r, int lazy);
 
 /* numa_place.c */
-/* Check node and flags (PIN_ALLOC_ANY_NODE) for size bytes; fill place. */
+/* Check node and flags (PIN_REGION_ANY_NODE) for size bytes; fill place. */
 int pin__place_portable(char *err, int node, unsigned flags, uint64_t size,
 			struct pin__place *place);
 /* Bind the calling thread to place until pin__place_leave; -errno. */
@@ -154,7 +228,8 @@ void pin__info_from_uapi(struct pin_region_info *info, const void *uinfo);
 
 /* holders.c */
 /* HOLDERS on fd (region or view fd with id 0, device fd with an id). */
-int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
+/* Fills holders as an array of stride bytes (pin__array_put). */
+int pin__holders_ioctl(int fd, uint64_t id, void *holders, size_t stride,
 		       size_t cap);
 /* Append the holders of r that keep op from succeeding to r->err. */
 void pin__explain_busy(struct pin_region *r, const char *op, int writable_only);

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
-# libpin: build/lib/libpin.so.$(VERSION) (soname libpin.so.0, and the
-# libpin.so.0 and libpin.so links), build/lib/libpin.a, and an ASan+UBSan
+# libpin: build/lib/libpin.so.$(VERSION) (soname libpin.so.1, and the
+# libpin.so.1 and libpin.so links), build/lib/libpin.a, and an ASan+UBSan
 # build build/lib-san/libpin.a for the tests. Every .c in libpin's layers
-# (libpin/core/, libpin/io/, libpin/st/, lowest first) is part of the
+# (libpin/core/, libpin/io/, libpin/st/, libpin/cache/, lowest first) is part of the
 # library, so files added to a layer are picked up.
 #
 # Installed: the library in LIBDIR (PREFIX/lib, or /usr/lib/<multiarch> when
@@ -13,9 +13,9 @@
 # The public headers: pin.h, the headers it includes, and pin_version.h. The
 # one list of them: the install rule and every program built against libpin
 # (tools, tests) use it.
-LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h \
+LIBPIN_PUBLIC_HDRS := include/pin.h include/pin_io.h include/pin_st.h include/pin_cache.h \
 		      include/pin_cuda.h $(PIN_VERSION_H)
-LIBPIN_LAYERS	:= core io st
+LIBPIN_LAYERS	:= core io st cache
 LIBPIN_SRCS	:= $(sort $(foreach l,$(LIBPIN_LAYERS),$(wildcard libpin/$(l)/*.c)))
 LIBPIN_HDRS	:= $(LIBPIN_PUBLIC_HDRS) include/uapi/pinmem.h $(wildcard libpin/*.h $(LIBPIN_LAYERS:%=libpin/%/*.h))
 LIBPIN_SONAME	:= libpin.so.$(VERSION_MAJOR)
@@ -34,7 +34,7 @@ ifneq ($(wildcard /usr/local/cuda/include/cuda.h),)
 LIBPIN_CFLAGS	+= -DPIN_HAVE_CUDA_H -I/usr/local/cuda/include
 endif
 
-all: $(B)/lib/libpin.so.0 $(B)/lib/libpin.so $(B)/lib/libpin.a \
+all: $(B)/lib/libpin.so.1 $(B)/lib/libpin.so $(B)/lib/libpin.a \
 	$(B)/lib-san/libpin.a $(B)/lib/libpin.pc
 
 $(B)/obj/libpin/%.o: libpin/%.c $(LIBPIN_HDRS)
@@ -50,12 +50,12 @@ $(B)/lib/$(LIBPIN_REAL): $(LIBPIN_OBJS) libpin/libpin.map
 	$(CC) -shared -Wl,-soname,$(LIBPIN_SONAME) -Wl,--version-script=libpin/libpin.map \
 		-Wl,-z,defs -o $@ $(LIBPIN_OBJS) $(LIBPIN_LIBS)
 
-$(B)/lib/libpin.so.0: $(B)/lib/$(LIBPIN_REAL)
+$(B)/lib/libpin.so.1: $(B)/lib/$(LIBPIN_REAL)
 	ln -sf $(LIBPIN_REAL) $@
-	ln -sf libpin.so.0 $(@D)/libpin.so	# -lpin links need it with the .so.0
+	ln -sf libpin.so.1 $(@D)/libpin.so	# -lpin links need it with the .so.1
 
-$(B)/lib/libpin.so: $(B)/lib/libpin.so.0
-	ln -sf libpin.so.0 $@
+$(B)/lib/libpin.so: $(B)/lib/libpin.so.1
+	ln -sf libpin.so.1 $@
 
 $(B)/lib/libpin.a: $(LIBPIN_OBJS)
 	@mkdir -p $(@D)
@@ -72,7 +72,7 @@ $(B)/lib/libpin.pc: libpin/libpin.pc.in VERSION
 	sed $(LIBPIN_PC_SED) $< >$@
 
 install: install-libpin
-install-libpin: $(B)/lib/libpin.so.0 $(B)/lib/libpin.a
+install-libpin: $(B)/lib/libpin.so.1 $(B)/lib/libpin.a
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/uapi
 	install -m 0644 $(B)/lib/$(LIBPIN_REAL) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBPIN_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPIN_SONAME)

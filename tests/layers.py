@@ -14,7 +14,7 @@ Python: the package's modules and their imports (ast), lazy ones too.
 
 A circle is a set of files that reach each other through these edges (two
 files calling each other is the smallest). The layers of libpin are its
-folders, lowest first: core/, io/, st/; a file may use only its own
+folders, lowest first: core/, io/, st/, cache/; a file may use only its own
 layer's files, those below it, and the headers at libpin/ and include/.
 """
 import argparse
@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 MAX_LINES = 80
-LIBPIN_LAYERS = ["core", "io", "st"]
+LIBPIN_LAYERS = ["core", "io", "st", "cache"]
 
 # kmod functions still over MAX_LINES: reported, not failed. The list only
 # shrinks: an entry that is no longer long (or gone) fails, so it is

@@ -15,7 +15,7 @@
  *
  * JSON (one object on stdout; sizes and addresses are plain integers):
  *   info:    {"backend": "device"|"portable", "backend_why": "...",
- *             "libpin_version": "0.2.0", "kernel_arbitration": bool,
+ *             "libpin_version": "1.0.0", "kernel_arbitration": bool,
  *             "abi_version": N, "abi_min_compat": N, "chunk_size": N,
  *             "max_total_bytes": N, "max_region_bytes": N (0: no limit),
  *             "total_bytes": N, "nr_regions": N, "nr_mappings": N,
@@ -117,7 +117,10 @@ static void prot_str(int prot, char out[4])
 static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 {
 	char why[1024];
-	int ret = pin_open_why(devp, PIN_BACKEND_AUTO, why, sizeof(why));
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
+	int ret = pin_dev_open(devp, PIN_BACKEND_AUTO, &o);
 
 	if (ret) {
 		fprintf(stderr, "pinctl %s: %s\n", cmd,
@@ -127,7 +130,7 @@ static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 	if (need_device && pin_dev_backend(*devp) != PIN_BACKEND_DEVICE) {
 		fprintf(stderr, "pinctl %s: no device: the portable backend keeps no registry of regions (backend: %s)\n",
 			cmd, pin_dev_backend_why(*devp));
-		pin_close(*devp);
+		pin_dev_close(*devp);
 		*devp = NULL;
 		return EXIT_NODEV;
 	}
@@ -136,7 +139,7 @@ static int open_dev(struct pin_dev **devp, int need_device, const char *cmd)
 
 static int cmd_info(int json)
 {
-	struct pin_dev_info info;
+	struct pin_dev_info info = PIN_INIT(struct pin_dev_info);
 	struct pin_dev *dev;
 	char a[32], b[32], c[32];
 	int ret, dev_backend;
@@ -147,7 +150,7 @@ static int cmd_info(int json)
 	ret = pin_dev_info(dev, &info);
 	if (ret) {
 		fprintf(stderr, "pinctl info: %s\n", pin_dev_error(dev));
-		pin_close(dev);
+		pin_dev_close(dev);
 		return EXIT_FAILED;
 	}
 	dev_backend = info.backend == PIN_BACKEND_DEVICE;
@@ -191,7 +194,7 @@ static int cmd_info(int json)
 		       c, info.nr_regions, info.nr_regions == 1 ? "" : "s",
 		       info.nr_mappings, info.nr_view_fds);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -209,7 +212,7 @@ static void ls_json(const struct pin_region_info *infos, size_t n)
 		       ", \"owner_mappings\": %" PRIu64 ", \"view_mappings\": %" PRIu64
 		       ", \"writable_view_mappings\": %" PRIu64 ", \"view_fds\": %" PRIu64
 		       ", \"owner_uid\": %u, \"owner_pid\": %d}",
-		       i ? ", " : "", r->id, r->size, r->nr_chunks,
+		       i ? ", " : "", r->id, r->region_size, r->nr_chunks,
 		       r->nr_fallback_chunks, r->min_order,
 		       pin_state_name(r->state),
 		       r->donate_pending ? "true" : "false",
@@ -231,7 +234,7 @@ static void ls_table(const struct pin_region_info *infos, size_t n)
 		const struct pin_region_info *r = &infos[i];
 		char size[32], chunks[40], state[24];
 
-		human(r->size, size, sizeof(size));
+		human(r->region_size, size, sizeof(size));
 		if (r->nr_fallback_chunks)
 			snprintf(chunks, sizeof(chunks),
 				 "%" PRIu64 "+%" PRIu64 "fb", r->nr_chunks,
@@ -267,11 +270,11 @@ static int cmd_ls(int json)
 	for (;;) {
 		struct pin_region_info *p;
 
-		ret = pin_dev_list(dev, infos, cap);
+		ret = pin_dev_regions(dev, infos, cap);
 		if (ret < 0) {
 			fprintf(stderr, "pinctl ls: %s\n", pin_dev_error(dev));
 			free(infos);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		if ((size_t)ret <= cap)
@@ -281,17 +284,18 @@ static int cmd_ls(int json)
 		if (!p) {
 			fprintf(stderr, "pinctl ls: out of memory\n");
 			free(infos);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		infos = p;
+		infos[0].size = sizeof(*infos);
 	}
 	if (json)
 		ls_json(infos, (size_t)ret);
 	else
 		ls_table(infos, (size_t)ret);
 	free(infos);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -316,11 +320,11 @@ static int parse_id(const char *s, uint64_t *id)
  */
 static void print_refs(struct pin_dev *dev, uint64_t id, int json)
 {
-	struct pin_ref_range rr[64];
+	struct pin_ref_range rr[64] = { { .size = sizeof(struct pin_ref_range) } };
 	char line[256];
 	int n, i;
 
-	n = pin_dev_refs(dev, id, rr, 64);
+	n = pin_dev_region_refs(dev, id, rr, 64);
 	if (n > 64)
 		n = 64;
 	if (json) {
@@ -359,7 +363,7 @@ static int cmd_nodes(int json, const char *arg)
 	n = pin_dev_region_nodes(dev, id, bytes, 1024);
 	if (n < 0) {
 		fprintf(stderr, "pinctl nodes: %s\n", pin_dev_error(dev));
-		pin_close(dev);
+		pin_dev_close(dev);
 		return EXIT_FAILED;
 	}
 	if (n > 1024)
@@ -382,7 +386,7 @@ static int cmd_nodes(int json, const char *arg)
 	}
 	if (json)
 		printf("}}\n");
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -454,12 +458,12 @@ static int cmd_holders(int json, const char *arg)
 	for (;;) {
 		struct pin_holder *p;
 
-		ret = pin_dev_holders(dev, id, hs, cap);
+		ret = pin_dev_region_holders(dev, id, hs, cap);
 		if (ret < 0) {
 			fprintf(stderr, "pinctl holders: %s\n",
 				pin_dev_error(dev));
 			free(hs);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		if ((size_t)ret <= cap)
@@ -469,17 +473,18 @@ static int cmd_holders(int json, const char *arg)
 		if (!p) {
 			fprintf(stderr, "pinctl holders: out of memory\n");
 			free(hs);
-			pin_close(dev);
+			pin_dev_close(dev);
 			return EXIT_FAILED;
 		}
 		hs = p;
+		hs[0].size = sizeof(*hs);
 	}
 	if (json)
 		holders_json(dev, id, hs, (size_t)ret);
 	else
 		holders_text(dev, id, hs, (size_t)ret);
 	free(hs);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 

@@ -73,7 +73,7 @@ static int verify(struct pin_st *ck, uint64_t *bad)
 	if (!buf)
 		return -ENOMEM;
 	for (i = 0; i < n && !ret; i++) {
-		struct pin_st_tensor t;
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		uint64_t at = 0;
 		int fd;
 
@@ -112,14 +112,16 @@ static int save(struct pin_st *ck, const char *out,
 	struct pin_st_tensor *t = calloc(n + 1, sizeof(*t));
 	const char **k = calloc(m + 1, sizeof(char *));
 	const char **v = calloc(m + 1, sizeof(char *));
-	struct pin_st *ctx = pin_st_new();
-	struct pin_io_stats st;
+	struct pin_st *ctx = pin_st_create();
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	int ret = -ENOMEM;
 
 	if (!t || !k || !v || !ctx)
 		goto out;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		t[i].size = sizeof(t[i]);
 		pin_st_tensor(ck, i, &t[i]);
+	}
 	for (i = 0; i < m; i++)
 		pin_st_metadata(ck, i, &k[i], &v[i]);
 	ret = pin_st_save(ctx, out, t, n, k, v, m, o);
@@ -135,7 +137,7 @@ static int save(struct pin_st *ck, const char *out,
 		       st.direct ? "O_DIRECT" : "buffered fallback",
 		       st.fallback_reason[0] ? ": " : "", st.fallback_reason);
 out:
-	pin_st_free(ctx);
+	pin_st_close(ctx);
 	free(t);
 	free(k);
 	free(v);
@@ -174,6 +176,65 @@ static void print_nodes(struct pin_st *ck, int json)
 	printf(json ? "}" : "\n");
 }
 
+/*
+ * --shared: each checkpoint from pinmem-cached (pin_cache_open), one copy
+ * per host, or a private load where no service answers (said on stderr).
+ * Prints per file: tensors, bytes, seconds and how it was served.
+ */
+static int load_shared_one(const char *path, int json)
+{
+	struct pin_cache_ck *c;
+	char why[1024] = "";
+	uint64_t bytes = 0, t0 = now_ns();
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	const struct pin_st *st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		fprintf(stderr, "pinload: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	ret = pin_cache_open(fd, &(struct pin_cache_opts){
+		.size = sizeof(struct pin_cache_opts), .why = why,
+		.why_len = sizeof(why) }, &c);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "pinload: %s: %s\n", path, why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	st = pin_cache_st(c);
+	for (size_t i = 0; i < pin_st_count(st); i++)
+		if (!pin_st_tensor(st, i, &t))
+			bytes += t.nbytes;
+	if (!pin_cache_shared(c))
+		fprintf(stderr, "pinload: %s\n", pin_cache_how(c));
+	if (json) {
+		printf("{\"path\":");
+		json_str(stdout, path);
+		printf(",\"shared\":%s,\"entry\":%llu,\"tensors\":%zu,\"bytes\":%llu,\"seconds\":%.6f,\"how\":",
+		       pin_cache_shared(c) ? "true" : "false",
+		       (unsigned long long)pin_cache_entry(c), pin_st_count(st),
+		       (unsigned long long)bytes, (double)(now_ns() - t0) / 1e9);
+		json_str(stdout, pin_cache_how(c));
+		printf("}\n");
+	} else {
+		printf("%s: %zu tensors, %llu bytes in %.3f s; %s\n", path,
+		       pin_st_count(st), (unsigned long long)bytes,
+		       (double)(now_ns() - t0) / 1e9, pin_cache_how(c));
+	}
+	pin_cache_close(c);
+	return 0;
+}
+
+static int load_shared_all(int n, char **paths, int json)
+{
+	int status = 0;
+
+	for (int i = 0; i < n; i++)
+		status |= load_shared_one(paths[i], json);
+	return status;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
@@ -193,6 +254,8 @@ static void usage(void)
 		"  --node N            every region on NUMA node N (else ENOMEM)\n"
 		"  --any-node          with --node: N preferred, other nodes may serve\n"
 		"  --no-progress       no progress bar even on a terminal\n"
+		"  --shared            from pinmem-cached: one copy per host\n"
+		"                      (a private load, said so, without it)\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
@@ -216,7 +279,7 @@ static int parse_size(const char *s, uint32_t *out)
 struct options {
 	struct pin_io_opts o;
 	const char *save_to;
-	int json, verify, backend, noprog, node;
+	int json, verify, backend, noprog, node, shared;
 	unsigned node_flags;
 };
 
@@ -237,6 +300,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 		{ "no-progress", no_argument, NULL, 'P' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "any-node", no_argument, NULL, 'A' },
+		{ "shared", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -272,7 +336,8 @@ static int parse_options(int argc, char **argv, struct options *op)
 			if (*end || end == optarg || op->node < 0)
 				return usage(), 2;
 			break;
-		case 'A': op->node_flags = PIN_ALLOC_ANY_NODE; break;
+		case 'A': op->node_flags = PIN_REGION_ANY_NODE; break;
+		case 'S': op->shared = 1; break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -305,7 +370,7 @@ struct loaded {
 static void measure(struct pin_dev *dev, struct pin_st *ck,
 		    struct loaded *l)
 {
-	struct pin_st_step step;
+	struct pin_st_step step = PIN_INIT(struct pin_st_step);
 	size_t f, t;
 
 	pin_st_stats(ck, &l->st);
@@ -313,7 +378,7 @@ static void measure(struct pin_dev *dev, struct pin_st *ck,
 	l->kfill = pin_st_timeline(ck, &step, 1) > 0 &&
 		   (step.flags & PIN_ST_STEP_KERNEL_FILL);
 	for (f = 0; f < pin_st_file_count(ck); f++) {
-		struct pin_region_info ri;
+		struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 
 		if (!pin_region_info(pin_st_region(ck, f), &ri)) {
 			l->chunks += ri.nr_chunks;
@@ -321,7 +386,7 @@ static void measure(struct pin_dev *dev, struct pin_st *ck,
 		}
 	}
 	for (t = 0; t < pin_st_count(ck); t++) {
-		struct pin_st_tensor x;
+		struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
 
 		pin_st_tensor(ck, t, &x);
 		l->bytes += x.nbytes;
@@ -419,8 +484,19 @@ static void print_text(struct pin_dev *dev, const char *path,
 static int load_one(struct pin_dev *dev, const char *path,
 		    const struct options *op, struct bar *bar)
 {
-	struct pin_st *ck = pin_st_new();
-	struct loaded l = { 0 };
+	struct pin_region_opts ro = {
+		.size = sizeof(ro), .flags = PIN_REGION_NODE | op->node_flags,
+		.node = op->node,
+	};
+	struct pin_st_load_opts load = {
+		.size = sizeof(load), .region = op->node >= 0 ? &ro : NULL,
+		.io = &op->o,
+	};
+	struct pin_st *ck = pin_st_create();
+	struct loaded l = {
+		.st = PIN_INIT(struct pin_io_stats),
+		.ph = PIN_INIT(struct pin_st_phases),
+	};
 	int ret, status = 0;
 
 	if (!ck) {
@@ -430,8 +506,7 @@ static int load_one(struct pin_dev *dev, const char *path,
 	bar->t0 = now_ns();
 	bar->last = 0;
 	l.cpu = cpu_seconds(RUSAGE_SELF);
-	ret = pin_st_load_on_node(ck, dev, path, op->node, op->node_flags,
-				  &op->o);
+	ret = pin_st_load(ck, dev, path, &load);
 	l.cpu = cpu_seconds(RUSAGE_SELF) - l.cpu;
 	if (ret) {
 		fprintf(stderr, "pinload: %s\n", pin_st_error(ck));
@@ -442,7 +517,7 @@ static int load_one(struct pin_dev *dev, const char *path,
 			json_str(stdout, pin_st_error(ck));
 			printf(",\"errno\":%d}\n", -ret);
 		}
-		pin_st_free(ck);
+		pin_st_close(ck);
 		return 1;
 	}
 	measure(dev, ck, &l);
@@ -458,13 +533,16 @@ static int load_one(struct pin_dev *dev, const char *path,
 		print_text(dev, path, ck, &l, op->node);
 	if (op->save_to && save(ck, op->save_to, &op->o, op->json))
 		status = 1;
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return status;
 }
 
 int main(int argc, char **argv)
 {
-	struct options op = { .backend = PIN_BACKEND_AUTO, .node = -1 };
+	struct options op = {
+		.o = PIN_INIT(struct pin_io_opts),
+		.backend = PIN_BACKEND_AUTO, .node = -1,
+	};
 	struct bar bar = { 0 };
 	int status = 0, ret, i;
 	struct pin_dev *dev;
@@ -473,7 +551,9 @@ int main(int argc, char **argv)
 	ret = parse_options(argc, argv, &op);
 	if (ret >= 0)
 		return ret;
-	ret = pin_open_why(&dev, op.backend, why, sizeof(why));
+	if (op.shared)
+		return load_shared_all(argc - optind, argv + optind, op.json);
+	ret = pin_dev_open(&dev, op.backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 	if (ret) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-ret));
 		return 1;
@@ -489,6 +569,6 @@ int main(int argc, char **argv)
 		if (ret)
 			status = 1;
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return status;
 }

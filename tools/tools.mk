@@ -10,7 +10,7 @@ all: $(TOOLS)
 
 $(B)/bin/pinbench: $(wildcard tools/pinbench/*.c)
 
-$(B)/bin/%: tools/%.c $(TOOLS_LIB) $(TOOLS_HDRS) $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.0
+$(B)/bin/%: tools/%.c $(TOOLS_LIB) $(TOOLS_HDRS) $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -Itools -o $@ $(filter %.c,$^) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
 

@@ -2,10 +2,22 @@
 /*
  * pinmem: kernel-arbitrated pinned host memory.
  *
- * The ABI between pinmem.ko and user space (libpin). Every struct is
- * fixed-size, built of __u64/__u32 fields with explicit padding; every
- * reserved field and every unknown flag bit must be zero (else EINVAL).
- * Ioctl numbers foreign to the fd they are issued on fail with ENOTTY.
+ * The ABI between pinmem.ko and user space (libpin). Every struct is built
+ * of __u64/__u32 fields with explicit padding; every reserved field and
+ * every unknown flag bit must be zero (else EINVAL). Ioctl numbers foreign
+ * to the fd they are issued on fail with ENOTTY.
+ *
+ * Structs grow at their end (ABI 6), as openat2(2)'s and clone3(2)'s do.
+ * The ioctl number carries the size of the caller's struct (_IOC_SIZE):
+ * a caller built against an older header passes a smaller struct, one
+ * built against a newer header a larger one. The module serves every size
+ * from the first published one (PINMEM_*_SIZE_VER0) up: fields past the
+ * end of the caller's struct read as zero; bytes past the fields the
+ * module knows must be zero (else E2BIG); it writes back only the bytes
+ * both sides know and leaves the rest of the caller's struct as it was
+ * (which fields a module fills, its ABI version says). A size below the
+ * first published one is a foreign ioctl: ENOTTY. The records of LIST,
+ * HOLDERS and REFS are sized the same way, by the caller's record_size.
  *
  * Three kinds of fd:
  *  - device fd:  open("/dev/pinmem"). VERSION, DEV_INFO, ALLOC, LIST,
@@ -42,10 +54,12 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	5	/* 2: DONATE and SEAL count page references; EXPECT, REFS
+#define PINMEM_ABI_VERSION	6	/* 2: DONATE and SEAL count page references; EXPECT, REFS
 					 * 3: ALLOC on a NUMA node; NODES
 					 * 4: ALLOC_LAZY and POPULATE
-					 * 5: FILL */
+					 * 5: FILL
+					 * 6: structs of any size from the first
+					 *    published; record_size */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -65,6 +79,7 @@ struct pinmem_version {
 	__u32 abi_min_compat;	/* out: oldest library ABI it serves */
 	__u64 chunk_size;	/* out: PINMEM_CHUNK_SIZE */
 };
+#define PINMEM_VERSION_SIZE_VER0	16	/* first published: ABI 1 */
 
 /* PINMEM_IOC_DEV_INFO (device fd): limits and totals. */
 struct pinmem_dev_info {
@@ -76,6 +91,7 @@ struct pinmem_dev_info {
 	__u64 nr_view_fds;	/* live view files */
 	__u64 reserved[2];	/* out: zero */
 };
+#define PINMEM_DEV_INFO_SIZE_VER0	64	/* first published: ABI 1 */
 
 /* PINMEM_IOC_ALLOC flags */
 /* Allow chunks smaller than 2 MiB when order-9 pages cannot be had. */
@@ -119,6 +135,7 @@ struct pinmem_alloc {
 	__s32 node;		/* in, ABI 3: NUMA node with ALLOC_NODE, else 0 */
 	__u32 reserved;		/* in: zero */
 };
+#define PINMEM_ALLOC_SIZE_VER0	32	/* first published: ABI 1 */
 
 /* PINMEM_IOC_INFO (region or view fd), and the records of PINMEM_IOC_LIST. */
 struct pinmem_region_info {
@@ -141,6 +158,7 @@ struct pinmem_region_info {
 					 * expectations found by the last
 					 * refused DONATE or SEAL; 0 after one succeeds */
 };
+#define PINMEM_REGION_INFO_SIZE_VER0	104	/* first published: ABI 1 */
 
 #define PINMEM_INFO_DONATE_PENDING	(1U << 0)	/* a DONATE is waiting */
 #define PINMEM_INFO_REFS_HELD		(1U << 1)	/* ABI 2: outside_refs is not 0 */
@@ -164,6 +182,7 @@ struct pinmem_view {
 	__s32 fd;		/* out: view fd */
 	__u64 reserved;		/* in: zero */
 };
+#define PINMEM_VIEW_SIZE_VER0	32	/* first published: ABI 1 */
 
 /* PINMEM_IOC_VIEW_INFO (view fd). */
 struct pinmem_view_info {
@@ -174,6 +193,7 @@ struct pinmem_view_info {
 	__u32 pad;
 	__u64 reserved[2];	/* out: zero */
 };
+#define PINMEM_VIEW_INFO_SIZE_VER0	48	/* first published: ABI 1 */
 
 /* Holder kinds */
 #define PINMEM_HOLDER_OWNER	1
@@ -194,6 +214,7 @@ struct pinmem_holder {
 	__u32 flags;		/* PINMEM_HOLDER_* */
 	char comm[16];		/* NUL-terminated */
 };
+#define PINMEM_HOLDER_SIZE_VER0	56	/* first published: ABI 1 */
 
 /*
  * PINMEM_IOC_HOLDERS (device fd with region_id; region or view fd with
@@ -210,26 +231,36 @@ struct pinmem_holder {
  * fsgid equal every uid and gid of the holder and the holder is dumpable;
  * to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set; length, offset,
  * prot and the rest are shown to all.
+ *
+ * record_size (ABI 6; LIST and REFS alike): the size of the caller's
+ * records, which are written record_size bytes apart, each with the bytes
+ * both sides know (the rest of a larger record is left as it was). 0 (as
+ * callers before ABI 6 pass) is the first published size; other sizes
+ * below it: EINVAL.
  */
 struct pinmem_holders {
 	__u64 region_id;	/* in */
 	__u64 holders_ptr;	/* in: struct pinmem_holder[capacity] */
 	__u32 capacity;		/* in */
 	__u32 count;		/* out */
-	__u64 reserved;		/* in: zero */
+	__u32 record_size;	/* in, ABI 6: sizeof(struct pinmem_holder) */
+	__u32 reserved;		/* in: zero */
 };
+#define PINMEM_HOLDERS_SIZE_VER0	32	/* first published: ABI 1 */
 
 /*
  * PINMEM_IOC_LIST (device fd): the regions the caller may see (its own uid,
- * or all with CAP_SYS_ADMIN), ordered by id. Same capacity/count rule as
- * for HOLDERS.
+ * or all with CAP_SYS_ADMIN), ordered by id. Same capacity, count and
+ * record_size rules as for HOLDERS.
  */
 struct pinmem_list {
 	__u64 regions_ptr;	/* in: struct pinmem_region_info[capacity] */
 	__u32 capacity;		/* in */
 	__u32 count;		/* out */
-	__u64 reserved;		/* in: zero */
+	__u32 record_size;	/* in, ABI 6: sizeof(struct pinmem_region_info) */
+	__u32 reserved;		/* in: zero */
 };
+#define PINMEM_LIST_SIZE_VER0	24	/* first published: ABI 1 */
 
 /* DONATE flags */
 #define PINMEM_DONATE_WAIT	(1U << 0)	/* wait up to timeout_ms for views and references to drain */
@@ -268,6 +299,7 @@ struct pinmem_transition {
 	__u32 timeout_ms;
 	__u64 reserved;
 };
+#define PINMEM_TRANSITION_SIZE_VER0	16	/* first published: ABI 1 */
 
 /*
  * The owner's references (ABI 2). On a chunk a view has mapped since the
@@ -307,6 +339,7 @@ struct pinmem_expect {
 	__u32 pad;		/* in: zero */
 	__u64 reserved;		/* in: zero */
 };
+#define PINMEM_EXPECT_SIZE_VER0	32	/* first published: ABI 2 */
 
 /*
  * One run of chunks referenced beyond their mappings and what the owner
@@ -323,20 +356,24 @@ struct pinmem_ref_range {
 	__u64 expected;
 	__u64 reserved;		/* out: zero */
 };
+#define PINMEM_REF_RANGE_SIZE_VER0	48	/* first published: ABI 2 */
 
 /*
  * PINMEM_IOC_REFS (device fd with region_id, visible as for HOLDERS;
  * region or view fd with region_id 0). A fresh look, without waiting, at
  * the chunks views have mapped since the region was last donated; fills up
- * to capacity runs and sets count to the number found.
+ * to capacity runs and sets count to the number found (record_size as for
+ * HOLDERS).
  */
 struct pinmem_refs {
 	__u64 region_id;	/* in */
 	__u64 ranges_ptr;	/* in: struct pinmem_ref_range[capacity] */
 	__u32 capacity;		/* in */
 	__u32 count;		/* out */
-	__u64 reserved;		/* in: zero */
+	__u32 record_size;	/* in, ABI 6: sizeof(struct pinmem_ref_range) */
+	__u32 reserved;		/* in: zero */
 };
+#define PINMEM_REFS_SIZE_VER0	32	/* first published: ABI 2 */
 
 /*
  * PINMEM_IOC_NODES (ABI 3; device fd with region_id, visible as for
@@ -352,6 +389,7 @@ struct pinmem_nodes {
 	__u32 count;		/* out */
 	__u64 reserved;		/* in: zero */
 };
+#define PINMEM_NODES_SIZE_VER0	32	/* first published: ABI 3 */
 
 /*
  * PINMEM_IOC_POPULATE (ABI 4, region fd): allocate the chunks of an
@@ -370,6 +408,7 @@ struct pinmem_populate {
 	__u64 length;		/* in: bytes */
 	__u64 reserved[2];	/* in: zero */
 };
+#define PINMEM_POPULATE_SIZE_VER0	32	/* first published: ABI 4 */
 
 /*
  * PINMEM_IOC_FILL (ABI 5, region fd): allocate the chunks of an ALLOC_LAZY
@@ -402,6 +441,7 @@ struct pinmem_fill {
 	__u64 bytes;		/* out: bytes read */
 	__u64 reserved[2];	/* in: zero */
 };
+#define PINMEM_FILL_SIZE_VER0	56	/* first published: ABI 5 */
 
 #define PINMEM_IOC_VERSION	_IOR(PINMEM_IOC_MAGIC, 0x00, struct pinmem_version)
 #define PINMEM_IOC_DEV_INFO	_IOR(PINMEM_IOC_MAGIC, 0x01, struct pinmem_dev_info)

@@ -257,25 +257,32 @@ static int cuda_start(struct pin_cuda *c, int device)
 	return 0;
 }
 
-int pin_cuda_open(struct pin_cuda **cp, int device, char *errbuf,
-		  size_t errlen)
+int pin_cuda_open(struct pin_cuda **cp, int device,
+		  const struct pin_cuda_opts *opts)
 {
+	struct pin_cuda_opts o;
 	struct pin_cuda *c;
 	int err;
 
-	if (!cp)
+	if (cp)
+		*cp = NULL;
+	err = pin__opts_in(&o, sizeof(o), opts, PIN__CUDA_OPTS_SIZE);
+	if (err)
+		return err;	/* the size is wrong: why may not be there */
+	pin__why(o.why, o.why_len, "");
+	if (!cp || o.flags) {
+		pin__why(o.why, o.why_len, "pin_cuda_open: no handle pointer, or unknown flags");
 		return -EINVAL;
+	}
 	*cp = NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		if (errbuf && errlen)
-			snprintf(errbuf, errlen, "pin_cuda_open: out of memory");
+		pin__why(o.why, o.why_len, "pin_cuda_open: out of memory");
 		return -ENOMEM;
 	}
 	err = cuda_start(c, device);
 	if (err) {
-		if (errbuf && errlen)
-			snprintf(errbuf, errlen, "%s", c->err);
+		pin__why(o.why, o.why_len, c->err);
 		pin_cuda_close(c);
 		return err;
 	}

@@ -122,7 +122,7 @@ static int open_device(struct pin_dev *dev)
 	    ver.abi_version < PINMEM_ABI_MIN_COMPAT) {
 		close(fd);
 		return fail_text(dev, -EPROTO,
-				 "%s: module pinmem %s speaks ABI %u (serves libraries from ABI %u), this libpin %s speaks ABI %u (needs module ABI >= %u): install matching versions of the module and libpin (pinmem-dkms and libpin0 of one release), then reload the module (sudo modprobe -r pinmem && sudo modprobe pinmem)",
+				 "%s: module pinmem %s speaks ABI %u (serves libraries from ABI %u), this libpin %s speaks ABI %u (needs module ABI >= %u): install matching versions of the module and libpin (pinmem-dkms and libpin1 of one release), then reload the module (sudo modprobe -r pinmem && sudo modprobe pinmem)",
 				 PINMEM_DEVICE_PATH, modver, ver.abi_version,
 				 ver.abi_min_compat, PIN_VERSION_STRING,
 				 PINMEM_ABI_VERSION, PINMEM_ABI_MIN_COMPAT);
@@ -138,29 +138,40 @@ static int open_device(struct pin_dev *dev)
 	return 0;
 }
 
-int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
+int pin_dev_open(struct pin_dev **devp, int backend,
+		 const struct pin_dev_opts *opts)
 {
+	struct pin_dev_opts o;
 	struct pin_dev *dev;
 	int ret, want;
 
-	if (why && len)
-		why[0] = '\0';
-	if (!devp)
+	if (devp)
+		*devp = NULL;
+	ret = pin__opts_in(&o, sizeof(o), opts, PIN__DEV_OPTS_SIZE);
+	if (ret)
+		return ret;	/* the size is wrong: why may not be there */
+	pin__why(o.why, o.why_len, "");
+	if (!devp || o.flags) {
+		pin__why(o.why, o.why_len, "pin_dev_open: no handle pointer, or unknown flags");
 		return -EINVAL;
+	}
 	*devp = NULL;
 	if (backend != PIN_BACKEND_AUTO && backend != PIN_BACKEND_DEVICE &&
-	    backend != PIN_BACKEND_PORTABLE)
+	    backend != PIN_BACKEND_PORTABLE) {
+		pin__why(o.why, o.why_len, "pin_dev_open: unknown backend");
 		return -EINVAL;
+	}
 	want = backend_from_env(backend);
 	if (want < 0) {
-		if (why && len)
-			snprintf(why, len, "PIN_BACKEND must be auto, device or portable");
+		pin__why(o.why, o.why_len, "PIN_BACKEND must be auto, device or portable");
 		return want;
 	}
 
 	dev = calloc(1, sizeof(*dev));
-	if (!dev)
+	if (!dev) {
+		pin__why(o.why, o.why_len, "pin_dev_open: out of memory");
 		return -ENOMEM;
+	}
 	dev->fd = -1;
 	dev->chunk_size = PINMEM_CHUNK_SIZE;
 
@@ -177,8 +188,7 @@ int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
 			return 0;
 		}
 		if (want == PIN_BACKEND_DEVICE || ret != -ENOENT) {
-			if (why && len)
-				snprintf(why, len, "%s", dev->err);
+			pin__why(o.why, o.why_len, dev->err);
 			free(dev);
 			return ret;
 		}
@@ -196,17 +206,12 @@ int pin_open_why(struct pin_dev **devp, int backend, char *why, size_t len)
 	return 0;
 }
 
-int pin_open(struct pin_dev **devp, int backend)
-{
-	return pin_open_why(devp, backend, NULL, 0);
-}
-
 const char *pin_dev_backend_why(const struct pin_dev *dev)
 {
 	return dev ? dev->why : "no device handle";
 }
 
-void pin_close(struct pin_dev *dev)
+void pin_dev_close(struct pin_dev *dev)
 {
 	if (!dev)
 		return;
@@ -220,30 +225,32 @@ int pin_dev_backend(const struct pin_dev *dev)
 	return dev ? dev->backend : -EINVAL;
 }
 
-int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *info)
+int pin_dev_info(struct pin_dev *dev, struct pin_dev_info *out)
 {
+	struct pin_dev_info i, *info = &i;
 	struct pinmem_dev_info di;
 	int ret;
 
-	if (!dev || !info)
+	if (!dev || pin__out_check(out, PIN__DEV_INFO_SIZE))
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->backend = dev->backend;
 	info->chunk_size = dev->chunk_size;
-	if (dev->backend != PIN_BACKEND_DEVICE)
-		return 0;
-	memset(&di, 0, sizeof(di));
-	ret = pin__ioctl(dev->fd, PINMEM_IOC_DEV_INFO, &di);
-	if (ret)
-		return pin__fail(dev->err, ret, "device info");
-	info->abi_version = dev->abi_version;
-	info->abi_min_compat = dev->abi_min_compat;
-	info->max_total_bytes = di.max_total_bytes;
-	info->max_region_bytes = di.max_region_bytes;
-	info->total_bytes = di.total_bytes;
-	info->nr_regions = di.nr_regions;
-	info->nr_mappings = di.nr_mappings;
-	info->nr_view_fds = di.nr_view_fds;
+	if (dev->backend == PIN_BACKEND_DEVICE) {
+		memset(&di, 0, sizeof(di));
+		ret = pin__ioctl(dev->fd, PINMEM_IOC_DEV_INFO, &di);
+		if (ret)
+			return pin__fail(dev->err, ret, "device info");
+		info->abi_version = dev->abi_version;
+		info->abi_min_compat = dev->abi_min_compat;
+		info->max_total_bytes = di.max_total_bytes;
+		info->max_region_bytes = di.max_region_bytes;
+		info->total_bytes = di.total_bytes;
+		info->nr_regions = di.nr_regions;
+		info->nr_mappings = di.nr_mappings;
+		info->nr_view_fds = di.nr_view_fds;
+	}
+	pin__out_put(out, info, sizeof(*info));
 	return 0;
 }
 
@@ -253,7 +260,7 @@ void pin__info_from_uapi(struct pin_region_info *info, const void *uinfo)
 
 	memset(info, 0, sizeof(*info));
 	info->id = u->region_id;
-	info->size = u->size;
+	info->region_size = u->size;
 	info->state = (int)u->state;
 	info->donate_pending = !!(u->flags & PINMEM_INFO_DONATE_PENDING);
 	info->chunk_order = u->chunk_order;
@@ -275,15 +282,17 @@ static int portable_no_registry(struct pin_dev *dev, const char *what)
 			 what);
 }
 
-int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
-		 size_t cap)
+int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
+		    size_t cap)
 {
 	struct pinmem_region_info *u = NULL;
+	struct pin_region_info info;
 	struct pinmem_list l;
-	size_t i, n;
+	size_t i, n, stride;
 	int ret;
 
-	if (!dev || (cap && !infos))
+	if (!dev || pin__array_stride(infos, cap, PIN__REGION_INFO_SIZE,
+				      &stride))
 		return -EINVAL;
 	if (dev->backend != PIN_BACKEND_DEVICE)
 		return portable_no_registry(dev, "list");
@@ -303,24 +312,28 @@ int pin_dev_list(struct pin_dev *dev, struct pin_region_info *infos,
 		return pin__fail(dev->err, ret, "list regions");
 	}
 	n = l.count < cap ? l.count : cap;
-	for (i = 0; i < n; i++)
-		pin__info_from_uapi(&infos[i], &u[i]);
+	for (i = 0; i < n; i++) {
+		pin__info_from_uapi(&info, &u[i]);
+		pin__array_put(infos, stride, i, &info, sizeof(info));
+	}
 	free(u);
 	if (l.count > INT32_MAX)
 		return INT32_MAX;
 	return (int)l.count;
 }
 
-int pin_dev_holders(struct pin_dev *dev, uint64_t id,
-		    struct pin_holder *holders, size_t cap)
+int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,
+			   struct pin_holder *holders, size_t cap)
 {
+	size_t stride;
 	int ret;
 
-	if (!dev || !id || (cap && !holders))
+	if (!dev || !id ||
+	    pin__array_stride(holders, cap, PIN__HOLDER_SIZE, &stride))
 		return -EINVAL;
 	if (dev->backend != PIN_BACKEND_DEVICE)
 		return portable_no_registry(dev, "holders");
-	ret = pin__holders_ioctl(dev->fd, id, holders, cap);
+	ret = pin__holders_ioctl(dev->fd, id, holders, stride, cap);
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			return pin__fail(dev->err, ret,

@@ -10,7 +10,7 @@
 
 #include "internal.h"
 
-int pin_send_fd(int sock, int fd)
+int pin_fd_send(int sock, int fd)
 {
 	char byte = 'P';
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
@@ -116,7 +116,7 @@ static int the_fd(struct msghdr *msg, int *fdp)
 	return 0;
 }
 
-int pin_recv_fd(int sock, int *fdp)
+int pin_fd_recv(int sock, int *fdp)
 {
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };

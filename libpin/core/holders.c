@@ -15,7 +15,7 @@
 
 #include "internal.h"
 
-int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
+int pin__holders_ioctl(int fd, uint64_t id, void *holders, size_t stride,
 		       size_t cap)
 {
 	struct pinmem_holder *u = NULL;
@@ -41,7 +41,7 @@ int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
 	}
 	n = q.count < cap ? q.count : cap;
 	for (i = 0; i < n; i++) {
-		struct pin_holder *h = &holders[i];
+		struct pin_holder hold, *h = &hold;
 
 		memset(h, 0, sizeof(*h));
 		h->pid = (pid_t)u[i].tgid;
@@ -53,20 +53,23 @@ int pin__holders_ioctl(int fd, uint64_t id, struct pin_holder *holders,
 		h->maywrite = !!(u[i].flags & PINMEM_HOLDER_MAYWRITE);
 		memcpy(h->comm, u[i].comm, sizeof(h->comm));
 		h->comm[sizeof(h->comm) - 1] = '\0';
+		pin__array_put(holders, stride, i, h, sizeof(*h));
 	}
 	free(u);
 	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
 }
 
-int pin_holders(struct pin_region *r, struct pin_holder *holders, size_t cap)
+int pin_region_holders(struct pin_region *r, struct pin_holder *holders,
+		       size_t cap)
 {
+	size_t stride;
 	int ret;
 
-	if (!r || (cap && !holders))
+	if (!r || pin__array_stride(holders, cap, PIN__HOLDER_SIZE, &stride))
 		return -EINVAL;
 	if (r->backend != PIN_BACKEND_DEVICE)
 		return pin__portable_unsupported(r->err, "holders");
-	ret = pin__holders_ioctl(r->fd, 0, holders, cap);
+	ret = pin__holders_ioctl(r->fd, 0, holders, stride, cap);
 	if (ret < 0)
 		return pin__fail(r->err, ret, "holders of region %" PRIu64,
 				 r->id);
@@ -79,7 +82,7 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len)
 	char where[64];
 	int n;
 
-	if (!h || !buf || !len)
+	if (pin__out_check(h, PIN__HOLDER_SIZE) || !buf || !len)
 		return -EINVAL;
 	kind = h->kind == PIN_HOLDER_OWNER ? "owner" :
 	       h->kind == PIN_HOLDER_VIEW ? "view" : "mapping";
@@ -116,7 +119,7 @@ void pin__explain_busy(struct pin_region *r, const char *op, int writable_only)
 	int total;
 	char line[160];
 
-	total = pin__holders_ioctl(r->fd, 0, hs, 16);
+	total = pin__holders_ioctl(r->fd, 0, hs, sizeof(hs[0]), 16);
 	if (total < 0) {
 		pin__fail(r->err, -EBUSY,
 			  "%s: region %" PRIu64 " is in use (holders unknown: HOLDERS failed with %d)",

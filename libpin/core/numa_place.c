@@ -8,7 +8,7 @@
  * allocating thread to the node for the time of the allocation and puts
  * its own policy back afterwards: MPOL_BIND where every page must come
  * from the node, MPOL_PREFERRED where others may serve
- * (PIN_ALLOC_ANY_NODE). What MPOL_BIND cannot promise is a clean ENOMEM:
+ * (PIN_REGION_ANY_NODE). What MPOL_BIND cannot promise is a clean ENOMEM:
  * a node that runs short reclaims and then meets the OOM killer, as any
  * numactl --membind program does; a node without memory, or with less in
  * all than asked for, is refused here first.
@@ -133,19 +133,19 @@ int pin__place_portable(char *err, int node, unsigned flags, uint64_t size,
 	memory = node_listed("has_memory", node, NULL);
 	if (memory == -ENOENT)
 		memory = node == 0;
-	if (flags & PIN_ALLOC_ANY_NODE) {
+	if (flags & PIN_REGION_ANY_NODE) {
 		/* Preferring a node without memory is the default policy. */
 		place->mode = memory ? MPOL_PREFERRED : MPOL_DEFAULT;
 		return 0;
 	}
 	if (!memory)
 		return pin__fail(err, -ENOMEM,
-				 "alloc %" PRIu64 " bytes on node %d: the node has no memory (PIN_ALLOC_ANY_NODE lets other nodes serve)",
+				 "alloc %" PRIu64 " bytes on node %d: the node has no memory (PIN_REGION_ANY_NODE lets other nodes serve)",
 				 size, node);
 	total = node_mem_total(node);
 	if (total && size > total)
 		return pin__fail(err, -ENOMEM,
-				 "alloc %" PRIu64 " bytes on node %d: more than the node's memory (%" PRIu64 " bytes; PIN_ALLOC_ANY_NODE lets other nodes serve)",
+				 "alloc %" PRIu64 " bytes on node %d: more than the node's memory (%" PRIu64 " bytes; PIN_REGION_ANY_NODE lets other nodes serve)",
 				 size, node, total);
 	place->mode = MPOL_BIND;
 	return 0;
@@ -204,7 +204,7 @@ static int count_pages(void **pages, size_t n, uint64_t step, uint64_t *bytes,
 /*
  * Count the n pages at off of the query mapping, mapped first (move_pages
  * reports only mapped pages). Every page of a region is allocated by the
- * time pin_alloc or the loader hands it out, so the read faults allocate
+ * time pin_region_create or the loader hands it out, so the read faults allocate
  * nothing; a fallocated page that nothing has touched yet is zeroed, as
  * the owner's first read would.
  */

@@ -362,7 +362,7 @@ int pin__portable_info(struct pin_region *r, struct pin_region_info *info)
 		return pin__fail(r->err, -errno, "info: fstat");
 	memset(info, 0, sizeof(*info));
 	info->id = r->id;
-	info->size = r->size;
+	info->region_size = r->size;
 	info->state = sealed ? PIN_STATE_SEALED : PIN_STATE_OPEN;
 	info->chunk_order = 9;
 	if (r->hugetlb) {

@@ -91,7 +91,7 @@ void pin__refs_release(struct pin__refs_hold *h)
 	h->active = 0;
 }
 
-static int refs_ioctl(int fd, uint64_t id, struct pin_ref_range *out,
+static int refs_ioctl(int fd, uint64_t id, void *out, size_t stride,
 		      size_t cap)
 {
 	struct pinmem_ref_range *u = NULL;
@@ -117,25 +117,32 @@ static int refs_ioctl(int fd, uint64_t id, struct pin_ref_range *out,
 	}
 	n = q.count < cap ? q.count : cap;
 	for (i = 0; i < n; i++) {
-		out[i].offset = u[i].offset;
-		out[i].length = u[i].length;
-		out[i].refs = u[i].refs;
-		out[i].pinned = u[i].pinned;
-		out[i].expected = u[i].expected;
+		struct pin_ref_range rr = {
+			.offset = u[i].offset,
+			.length = u[i].length,
+			.refs = u[i].refs,
+			.pinned = u[i].pinned,
+			.expected = u[i].expected,
+		};
+
+		pin__array_put(out, stride, i, &rr, sizeof(rr));
 	}
 	free(u);
 	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
 }
 
-int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap)
+int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges,
+		    size_t cap)
 {
+	size_t stride;
 	int ret;
 
-	if (!r || (cap && !ranges))
+	if (!r ||
+	    pin__array_stride(ranges, cap, PIN__REF_RANGE_SIZE, &stride))
 		return -EINVAL;
 	if (r->backend != PIN_BACKEND_DEVICE)
 		return pin__portable_unsupported(r->err, "refs");
-	ret = refs_ioctl(r->fd, 0, ranges, cap);
+	ret = refs_ioctl(r->fd, 0, ranges, stride, cap);
 	if (ret == -EOPNOTSUPP)
 		return pin__fail(r->err, ret,
 				 "refs: the module predates ABI 2 and counts no references");
@@ -144,16 +151,18 @@ int pin_refs(struct pin_region *r, struct pin_ref_range *ranges, size_t cap)
 	return ret;
 }
 
-int pin_dev_refs(struct pin_dev *dev, uint64_t id,
-		 struct pin_ref_range *ranges, size_t cap)
+int pin_dev_region_refs(struct pin_dev *dev, uint64_t id,
+			struct pin_ref_range *ranges, size_t cap)
 {
+	size_t stride;
 	int ret;
 
-	if (!dev || !id || (cap && !ranges))
+	if (!dev || !id ||
+	    pin__array_stride(ranges, cap, PIN__REF_RANGE_SIZE, &stride))
 		return -EINVAL;
 	if (dev->backend != PIN_BACKEND_DEVICE)
 		return pin__portable_unsupported(dev->err, "refs");
-	ret = refs_ioctl(dev->fd, id, ranges, cap);
+	ret = refs_ioctl(dev->fd, id, ranges, stride, cap);
 	if (ret == -ENOENT)
 		return pin__fail(dev->err, ret,
 				 "refs: no region %" PRIu64 " visible to this user",
@@ -177,7 +186,7 @@ int pin_ref_format(const struct pin_ref_range *rr, char *buf, size_t len)
 	char a[32], b[32], what[96], mine[64] = "";
 	int n;
 
-	if (!rr || !buf || !len)
+	if (pin__out_check(rr, PIN__REF_RANGE_SIZE) || !buf || !len)
 		return -EINVAL;
 	bytes_str(rr->offset, a, sizeof(a));
 	bytes_str(rr->offset + rr->length, b, sizeof(b));
@@ -218,7 +227,7 @@ int pin__explain_refs(struct pin_region *r, size_t off)
 	char line[256];
 	int total, i, n, len;
 
-	total = refs_ioctl(r->fd, 0, rr, 4);
+	total = refs_ioctl(r->fd, 0, rr, sizeof(rr[0]), 4);
 	if (total <= 0)
 		return 0;
 	n = total < 4 ? total : 4;

@@ -39,7 +39,7 @@ static void region_destroy(struct pin_region *r)
 /* Node arguments the backend cannot honour, before anything is made. */
 static int alloc_node_check(struct pin_dev *dev, unsigned flags, int node)
 {
-	if (node < -1 || (node == -1 && (flags & PIN_ALLOC_ANY_NODE)))
+	if (node < -1 || (node == -1 && (flags & PIN_REGION_ANY_NODE)))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: node %d with flags 0x%x", node, flags);
 	if (node == -1 || dev->backend == PIN_BACKEND_PORTABLE)
@@ -61,14 +61,14 @@ static int alloc_refused(struct pin_dev *dev, int err, uint64_t size,
 				 "alloc %" PRIu64 " bytes: over the module's max_total_bytes",
 				 size);
 	case -ENOMEM:
-		if (node >= 0 && !(flags & PIN_ALLOC_ANY_NODE))
+		if (node >= 0 && !(flags & PIN_REGION_ANY_NODE))
 			return pin__fail(dev->err, err,
-					 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_ALLOC_ANY_NODE lets other nodes serve)",
+					 "alloc %" PRIu64 " bytes on node %d: the node has too little free memory (or none), or RLIMIT_MEMLOCK or the memory cgroup (PIN_REGION_ANY_NODE lets other nodes serve)",
 					 size, node);
 		return pin__fail(dev->err, err,
 				 "alloc %" PRIu64 " bytes: RLIMIT_MEMLOCK, the memory cgroup, or no free 2 MiB pages%s",
-				 size, (flags & PIN_ALLOC_FALLBACK) ? "" :
-				 " (PIN_ALLOC_FALLBACK allows smaller chunks)");
+				 size, (flags & PIN_REGION_FALLBACK) ? "" :
+				 " (PIN_REGION_FALLBACK allows smaller chunks)");
 	case -EINVAL:
 		if (node >= 0)
 			return pin__fail(dev->err, err,
@@ -91,13 +91,13 @@ static int device_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
 
 	memset(&a, 0, sizeof(a));
 	a.size = size;
-	a.flags = (flags & PIN_ALLOC_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
-	if (lazy && !(flags & PIN_ALLOC_FALLBACK) && dev->abi_version >= 4)
+	a.flags = (flags & PIN_REGION_FALLBACK) ? PINMEM_ALLOC_FALLBACK : 0;
+	if (lazy && !(flags & PIN_REGION_FALLBACK) && dev->abi_version >= 4)
 		a.flags |= PINMEM_ALLOC_LAZY;
 	if (node >= 0) {
 		a.flags |= PINMEM_ALLOC_NODE;
 		a.node = node;
-		if (flags & PIN_ALLOC_ANY_NODE)
+		if (flags & PIN_REGION_ANY_NODE)
 			a.flags |= PINMEM_ALLOC_ANY_NODE;
 	}
 	ret = pin__ioctl(dev->fd, PINMEM_IOC_ALLOC, &a);
@@ -133,7 +133,7 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	*rp = NULL;
 	if (!dev)
 		return -EINVAL;
-	if (flags & ~(PIN_ALLOC_FALLBACK | PIN_ALLOC_ANY_NODE))
+	if (flags & ~(PIN_REGION_FALLBACK | PIN_REGION_ANY_NODE))
 		return pin__fail(dev->err, -EINVAL,
 				 "alloc: unknown flags 0x%x", flags);
 	if (size == 0)
@@ -161,16 +161,33 @@ static int region_alloc_node(struct pin_dev *dev, uint64_t size,
 	return 0;
 }
 
-int pin_alloc_on_node(struct pin_dev *dev, uint64_t size, unsigned flags,
-		      int node, struct pin_region **rp)
+int pin_region_create(struct pin_dev *dev, uint64_t size,
+		      const struct pin_region_opts *opts,
+		      struct pin_region **rp)
 {
-	return region_alloc_node(dev, size, flags, node, rp, 0);
-}
+	struct pin_region_opts o;
+	int ret;
 
-int pin_alloc(struct pin_dev *dev, uint64_t size, unsigned flags,
-	      struct pin_region **rp)
-{
-	return region_alloc_node(dev, size, flags, -1, rp, 0);
+	if (rp)
+		*rp = NULL;
+	ret = pin__opts_in(&o, sizeof(o), opts, PIN__REGION_OPTS_SIZE);
+	if (ret || !dev)
+		return ret ? ret : -EINVAL;
+	if (o.flags & ~(PIN_REGION_FALLBACK | PIN_REGION_ANY_NODE |
+			PIN_REGION_NODE))
+		return pin__fail(dev->err, -EINVAL, "alloc: unknown flags 0x%x",
+				 o.flags);
+	if (!(o.flags & PIN_REGION_NODE)) {
+		if (o.flags & PIN_REGION_ANY_NODE)
+			return pin__fail(dev->err, -EINVAL,
+					 "alloc: PIN_REGION_ANY_NODE without PIN_REGION_NODE");
+		o.node = -1;
+	} else if (o.node < 0) {
+		return pin__fail(dev->err, -EINVAL, "alloc: node %d",
+				 (int)o.node);
+	}
+	return region_alloc_node(dev, size, o.flags & ~PIN_REGION_NODE,
+				 o.node, rp, 0);
 }
 
 int pin__alloc_to_fill(struct pin_dev *dev, uint64_t size, unsigned flags,
@@ -234,7 +251,7 @@ int pin_region_import(struct pin_dev *dev, int fd, struct pin_region **rp)
 	return 0;
 }
 
-int pin_region_free(struct pin_region *r)
+int pin_region_close(struct pin_region *r)
 {
 	if (!r)
 		return 0;
@@ -334,19 +351,25 @@ int pin_region_unmap(struct pin_region *r)
 	return 0;
 }
 
-int pin_region_info(struct pin_region *r, struct pin_region_info *info)
+int pin_region_info(struct pin_region *r, struct pin_region_info *out)
 {
 	struct pinmem_region_info ri;
+	struct pin_region_info info;
 	int ret;
 
-	if (!r || !info)
+	if (!r || pin__out_check(out, PIN__REGION_INFO_SIZE))
 		return -EINVAL;
-	if (r->backend == PIN_BACKEND_PORTABLE)
-		return pin__portable_info(r, info);
-	memset(&ri, 0, sizeof(ri));
-	ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
-	if (ret)
-		return pin__fail(r->err, ret, "info of region %" PRIu64, r->id);
-	pin__info_from_uapi(info, &ri);
-	return 0;
+	if (r->backend == PIN_BACKEND_PORTABLE) {
+		ret = pin__portable_info(r, &info);
+	} else {
+		memset(&ri, 0, sizeof(ri));
+		ret = pin__ioctl(r->fd, PINMEM_IOC_INFO, &ri);
+		if (ret)
+			return pin__fail(r->err, ret,
+					 "info of region %" PRIu64, r->id);
+		pin__info_from_uapi(&info, &ri);
+	}
+	if (!ret)
+		pin__out_put(out, &info, sizeof(info));
+	return ret;
 }

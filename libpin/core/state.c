@@ -29,7 +29,7 @@ static int transition(struct pin_region *r, unsigned long req,
 static int state_error(struct pin_region *r, const char *op, int ret)
 {
 	if (ret == -EPERM) {
-		struct pin_region_info info;
+		struct pin_region_info info = PIN_INIT(struct pin_region_info);
 		const char *st = "?";
 
 		if (pin_region_info(r, &info) == 0)
@@ -40,7 +40,7 @@ static int state_error(struct pin_region *r, const char *op, int ret)
 	return pin__fail(r->err, ret, "%s: region %" PRIu64, op, r->id);
 }
 
-int pin_seal(struct pin_region *r)
+int pin_region_seal(struct pin_region *r)
 {
 	int ret;
 
@@ -58,7 +58,7 @@ int pin_seal(struct pin_region *r)
 	return 0;
 }
 
-int pin_donate(struct pin_region *r, int timeout_ms)
+int pin_region_donate(struct pin_region *r, int timeout_ms)
 {
 	int ret;
 
@@ -104,7 +104,7 @@ int pin_donate(struct pin_region *r, int timeout_ms)
 	return state_error(r, "donate", ret);
 }
 
-int pin_publish(struct pin_region *r)
+int pin_region_publish(struct pin_region *r)
 {
 	int ret;
 
@@ -116,7 +116,7 @@ int pin_publish(struct pin_region *r)
 	return ret ? state_error(r, "publish", ret) : 0;
 }
 
-int pin_reopen(struct pin_region *r)
+int pin_region_reopen(struct pin_region *r)
 {
 	int ret;
 

@@ -76,7 +76,7 @@ int pin_view_create(struct pin_region *r, uint64_t offset, uint64_t length,
 	if (ret) {
 		free(v);
 		if (ret == -EPERM) {
-			struct pin_region_info info;
+			struct pin_region_info info = PIN_INIT(struct pin_region_info);
 			const char *st = "not open";
 
 			if (pin_region_info(r, &info) == 0)

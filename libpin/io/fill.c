@@ -385,7 +385,7 @@ static void report(struct filler *fl, struct pin__fill_report *rep)
 
 int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 			uint64_t aoff, uint64_t span, uint64_t need_end,
-			const struct pin_io_opts *o, struct pin_io_stats *st,
+			const struct pin_io_opts *o, struct pin__io_stats *st,
 			struct pin__fill_report *rep)
 {
 	pthread_t helpers[PREPARERS_MAX];

@@ -42,7 +42,7 @@ struct pin__fill_report {
  */
 int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 			uint64_t aoff, uint64_t span, uint64_t need_end,
-			const struct pin_io_opts *o, struct pin_io_stats *st,
+			const struct pin_io_opts *o, struct pin__io_stats *st,
 			struct pin__fill_report *rep);
 
 /*
@@ -55,7 +55,7 @@ int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
  */
 int pin__fill_kernel(struct pin_region *r, struct pin__file *f,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
-		     const struct pin_io_opts *o, struct pin_io_stats *st,
+		     const struct pin_io_opts *o, struct pin__io_stats *st,
 		     struct pin__fill_report *rep);
 
 #endif /* LIBPIN_FILL_H */

@@ -171,7 +171,7 @@ static int kfill_init(struct kfill *kf, struct pin_region *r,
 }
 
 /* The steps' result: 0, -EOPNOTSUPP (use fill.c's path) or -errno. */
-static int kfill_result(struct kfill *kf, struct pin_io_stats *st)
+static int kfill_result(struct kfill *kf, struct pin__io_stats *st)
 {
 	int err = atomic_load(&kf->err);
 	uint64_t at = atomic_load(&kf->short_at);
@@ -196,7 +196,7 @@ static int kfill_result(struct kfill *kf, struct pin_io_stats *st)
 
 int pin__fill_kernel(struct pin_region *r, struct pin__file *f,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
-		     const struct pin_io_opts *o, struct pin_io_stats *st,
+		     const struct pin_io_opts *o, struct pin__io_stats *st,
 		     struct pin__fill_report *rep)
 {
 	pthread_t helpers[KFILL_THREADS_MAX];

@@ -12,8 +12,8 @@
  * reason recorded, where the kernel refuses them (6.1 refuses file-backed
  * non-shmem mappings such as pinmem's with EOPNOTSUPP).
  *
- * This file: the public entry points (pin_io_read/pin_io_write between
- * files and memory, pin_read_file/pin_write_file between files and
+ * This file: the public entry points (pin_file_read/pin_file_write between
+ * files and memory, pin_region_read_file/pin_region_write_file between files and
  * regions) and the options they share. The parts below it, lowest first:
  * io_base.c (error text, fallback notes, the clock), io_open.c opens files
  * (O_DIRECT or why not), io_engine.c runs the requests through io_uring,
@@ -28,7 +28,7 @@
 #include "io_internal.h"
 #include "io_engine.h"
 
-uint64_t pin_io_span(uint64_t file_off, uint64_t len)
+uint64_t pin_file_span(uint64_t file_off, uint64_t len)
 {
 	if (len > UINT64_MAX - file_off - PIN_IO_ALIGN)
 		return 0;
@@ -36,11 +36,18 @@ uint64_t pin_io_span(uint64_t file_off, uint64_t len)
 }
 
 int pin__io_opts(const struct pin_io_opts *opts, struct pin_io_opts *out,
-		 struct pin_io_stats *st)
+		 struct pin__io_stats *st)
 {
-	memset(out, 0, sizeof(*out));
-	if (opts)
-		*out = *opts;
+	int ret = pin__opts_in(out, sizeof(*out), opts, PIN__IO_OPTS_SIZE);
+
+	if (ret == -E2BIG)
+		return pin__io_fail(st->error, sizeof(st->error), ret,
+				    "I/O options of %u bytes set fields this libpin %s does not know",
+				    opts->size, PIN_VERSION_STRING);
+	if (ret)
+		return pin__io_fail(st->error, sizeof(st->error), ret,
+				    "I/O options: size %u, below libpin 1.0's %zu (PIN_INIT sets it)",
+				    opts->size, (size_t)PIN__IO_OPTS_SIZE);
 	if (!out->queue_depth)
 		out->queue_depth = PIN_IO_DEFAULT_QUEUE_DEPTH;
 	if (!out->request_size)
@@ -64,18 +71,52 @@ int pin__io_opts(const struct pin_io_opts *opts, struct pin_io_opts *out,
 	return 0;
 }
 
-static void stats_begin(struct pin_io_stats *st)
+void pin__io_stats_put(struct pin_io_stats *out,
+		       const struct pin__io_stats *st)
+{
+	struct pin_io_stats pub = {
+		.size = sizeof(pub),
+		.bytes = st->bytes,
+		.ns = st->ns,
+		.io_ns = st->io_ns,
+		.requests = st->requests,
+		.short_ios = st->short_ios,
+		.retries = st->retries,
+		.queue_depth = st->queue_depth,
+		.request_size = st->request_size,
+		.direct = st->direct,
+		.fixed_buffers = st->fixed_buffers,
+	};
+
+	memcpy(pub.fallback_reason, st->fallback_reason,
+	       sizeof(pub.fallback_reason));
+	pin__out_put(out, &pub, sizeof(pub));
+}
+
+static void stats_begin(struct pin__io_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->direct = 1;
 }
 
-int pin_io_read(void *buf, uint64_t buf_len, const char *path,
-		uint64_t file_off, uint64_t len, const struct pin_io_opts *opts,
-		struct pin_io_stats *stats)
+/*
+ * The end of a public call: its stats to the caller, and the failure's
+ * text to the handle-less caller's opts->why.
+ */
+static int io_done(int ret, const struct pin_io_opts *opts,
+		   const struct pin__io_stats *st, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
-	struct pin_io_stats *st = stats ? stats : &local;
+	if (stats)
+		pin__io_stats_put(stats, st);
+	if (opts && opts->size >= PIN__IO_OPTS_SIZE)
+		pin__why(opts->why, opts->why_len, ret < 0 ? st->error : "");
+	return ret;
+}
+
+static int file_read(void *buf, uint64_t buf_len, const char *path,
+		     uint64_t file_off, uint64_t len,
+		     const struct pin_io_opts *opts, struct pin__io_stats *st)
+{
 	uint64_t t0 = pin__now_ns(), span, aoff;
 	struct pin_io_opts o;
 	struct pin__file f;
@@ -84,8 +125,8 @@ int pin_io_read(void *buf, uint64_t buf_len, const char *path,
 	stats_begin(st);
 	if (!buf || !path)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
-				    "pin_io_read: NULL buffer or path");
-	span = pin_io_span(file_off, len);
+				    "pin_file_read: NULL buffer or path");
+	span = pin_file_span(file_off, len);
 	if (!span && len)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
 				    "%s: range %llu+%llu overflows", path,
@@ -111,12 +152,26 @@ int pin_io_read(void *buf, uint64_t buf_len, const char *path,
 	return ret < 0 ? ret : (int)(file_off - aoff);
 }
 
-int pin_io_write(const void *buf, uint64_t len, const char *path,
-		 uint64_t file_off, const struct pin_io_opts *opts,
-		 struct pin_io_stats *stats)
+int pin_file_read(void *buf, uint64_t buf_len, const char *path,
+		  uint64_t file_off, uint64_t len,
+		  const struct pin_io_opts *opts, struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
-	struct pin_io_stats *st = stats ? stats : &local;
+	struct pin__io_stats st;
+	int ret;
+
+	stats_begin(&st);
+	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
+		ret = pin__io_fail(st.error, sizeof(st.error), -EINVAL,
+				   "pin_file_read: stats without its size (PIN_INIT sets it)");
+	else
+		ret = file_read(buf, buf_len, path, file_off, len, opts, &st);
+	return io_done(ret, opts, &st, stats);
+}
+
+static int file_write(const void *buf, uint64_t len, const char *path,
+		      uint64_t file_off, const struct pin_io_opts *opts,
+		      struct pin__io_stats *st)
+{
 	struct pin__seg seg = { .p = buf, .len = len };
 	uint64_t t0 = pin__now_ns();
 	struct pin_io_opts o;
@@ -126,7 +181,7 @@ int pin_io_write(const void *buf, uint64_t len, const char *path,
 	stats_begin(st);
 	if ((!buf && len) || !path)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
-				    "pin_io_write: NULL buffer or path");
+				    "pin_file_write: NULL buffer or path");
 	if (len > UINT64_MAX - file_off)
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
 				    "%s: range overflows", path);
@@ -143,8 +198,24 @@ int pin_io_write(const void *buf, uint64_t len, const char *path,
 	return ret;
 }
 
+int pin_file_write(const void *buf, uint64_t len, const char *path,
+		   uint64_t file_off, const struct pin_io_opts *opts,
+		   struct pin_io_stats *stats)
+{
+	struct pin__io_stats st;
+	int ret;
+
+	stats_begin(&st);
+	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
+		ret = pin__io_fail(st.error, sizeof(st.error), -EINVAL,
+				   "pin_file_write: stats without its size (PIN_INIT sets it)");
+	else
+		ret = file_write(buf, len, path, file_off, opts, &st);
+	return io_done(ret, opts, &st, stats);
+}
+
 static int region_range(struct pin_region *r, uint64_t off, uint64_t len,
-			char **addr, struct pin_io_stats *st)
+			char **addr, struct pin__io_stats *st)
 {
 	void *map;
 	int ret;
@@ -166,13 +237,12 @@ static int region_range(struct pin_region *r, uint64_t off, uint64_t len,
 	return 0;
 }
 
-int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
-		  uint64_t file_off, uint64_t len,
-		  const struct pin_io_opts *opts, struct pin_io_stats *stats)
+static int region_read_file(struct pin_region *r, uint64_t region_off,
+			    const char *path, uint64_t file_off, uint64_t len,
+			    const struct pin_io_opts *opts,
+			    struct pin__io_stats *st)
 {
-	struct pin_io_stats local = { 0 };
-	struct pin_io_stats *st = stats ? stats : &local;
-	uint64_t span = pin_io_span(file_off, len);
+	uint64_t span = pin_file_span(file_off, len);
 	struct pin__refs_hold hold;
 	char *addr;
 	int ret;
@@ -183,20 +253,38 @@ int pin_read_file(struct pin_region *r, uint64_t region_off, const char *path,
 		return ret;
 	/* The read's fixed buffers are the owner's: declared (refs.c). */
 	pin__refs_hold(&hold, r, addr, span, PIN_EXPECT_PER_CHUNK);
-	ret = pin_io_read(addr, r->size - region_off, path, file_off, len,
-			  opts, st);
+	ret = file_read(addr, r->size - region_off, path, file_off, len,
+			opts, st);
 	pin__refs_release(&hold);
 	if (ret < 0)
 		pin__fail(r->err, 0, "%s", st->error);
 	return ret;
 }
 
-int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
-		   uint64_t file_off, uint64_t len,
-		   const struct pin_io_opts *opts, struct pin_io_stats *stats)
+int pin_region_read_file(struct pin_region *r, uint64_t region_off,
+			 const char *path, uint64_t file_off, uint64_t len,
+			 const struct pin_io_opts *opts,
+			 struct pin_io_stats *stats)
 {
-	struct pin_io_stats local = { 0 };
-	struct pin_io_stats *st = stats ? stats : &local;
+	struct pin__io_stats st;
+	int ret;
+
+	if (!r)
+		return -EINVAL;
+	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
+		return pin__fail(r->err, -EINVAL,
+				 "read: stats without its size (PIN_INIT sets it)");
+	ret = region_read_file(r, region_off, path, file_off, len, opts, &st);
+	if (stats)
+		pin__io_stats_put(stats, &st);
+	return ret;
+}
+
+static int region_write_file(struct pin_region *r, uint64_t region_off,
+			     const char *path, uint64_t file_off,
+			     uint64_t len, const struct pin_io_opts *opts,
+			     struct pin__io_stats *st)
+{
 	char *addr;
 	int ret;
 
@@ -212,8 +300,28 @@ int pin_write_file(struct pin_region *r, uint64_t region_off, const char *path,
 	if (ret < 0)
 		return ret;
 	addr += region_off % PIN_IO_ALIGN;
-	ret = pin_io_write(addr, len, path, file_off, opts, st);
+	ret = file_write(addr, len, path, file_off, opts, st);
 	if (ret < 0)
 		pin__fail(r->err, 0, "%s", st->error);
+	return ret;
+}
+
+int pin_region_write_file(struct pin_region *r, uint64_t region_off,
+			  const char *path, uint64_t file_off, uint64_t len,
+			  const struct pin_io_opts *opts,
+			  struct pin_io_stats *stats)
+{
+	struct pin__io_stats st;
+	int ret;
+
+	if (!r)
+		return -EINVAL;
+	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
+		return pin__fail(r->err, -EINVAL,
+				 "write: stats without its size (PIN_INIT sets it)");
+	ret = region_write_file(r, region_off, path, file_off, len, opts,
+				&st);
+	if (stats)
+		pin__io_stats_put(stats, &st);
 	return ret;
 }

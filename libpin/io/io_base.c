@@ -40,7 +40,7 @@ int pin__io_fail(char *buf, size_t len, int err, const char *fmt, ...)
 }
 
 /* Append a reason to st->fallback_reason ("; " between reasons). */
-void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
+void pin__io_note_fallback(struct pin__io_stats *st, const char *fmt, ...)
 {
 	size_t n = strlen(st->fallback_reason);
 	va_list ap;

@@ -15,7 +15,7 @@
 #include "io_engine.h"
 
 int pin__engine_init(struct engine *e, const struct pin_io_opts *o,
-		     struct pin_io_stats *st, const char *path)
+		     struct pin__io_stats *st, const char *path)
 {
 	int ret;
 
@@ -87,7 +87,7 @@ static void retry_pause(void)
  * by a signal is simply waited again; a kernel short of resources for the
  * submission (EAGAIN) gets the same patience as a request (RETRY_*).
  */
-static int engine_wait(struct engine *e, struct pin_io_stats *st,
+static int engine_wait(struct engine *e, struct pin__io_stats *st,
 		       const char *path, unsigned *idx, int *res)
 {
 	struct io_uring_cqe *cqe;
@@ -126,7 +126,7 @@ static int engine_wait(struct engine *e, struct pin_io_stats *st,
 }
 
 /* Collect what is still in flight after a failure. */
-void pin__engine_drain(struct engine *e, struct pin_io_stats *st,
+void pin__engine_drain(struct engine *e, struct pin__io_stats *st,
 		       const char *path)
 {
 	char keep[sizeof(st->error)];
@@ -141,7 +141,7 @@ void pin__engine_drain(struct engine *e, struct pin_io_stats *st,
 }
 
 static int settle_common(struct engine *e, struct pin__file *f,
-			 struct pin_io_stats *st, unsigned idx, int res,
+			 struct pin__io_stats *st, unsigned idx, int res,
 			 int write, uint64_t done)
 {
 	struct slot *s = &e->slots[idx];
@@ -179,7 +179,7 @@ static int settle_common(struct engine *e, struct pin__file *f,
  * buffered), or a negative errno with the error set.
  */
 int pin__engine_next(struct engine *e, struct pin__file *f,
-		     struct pin_io_stats *st, int write, uint64_t done,
+		     struct pin__io_stats *st, int write, uint64_t done,
 		     unsigned *idx, int *res)
 {
 	int ret = engine_wait(e, st, f->path, idx, res);

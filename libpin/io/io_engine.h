@@ -54,38 +54,38 @@ struct engine {
  * not to or refused (then buffered, with the reason recorded).
  */
 int pin__io_open(struct pin__file *f, const char *path, int wflags,
-		 const struct pin_io_opts *o, struct pin_io_stats *st);
+		 const struct pin_io_opts *o, struct pin__io_stats *st);
 /* Reopen f without O_DIRECT after the kernel refused a direct transfer. */
 int pin__io_reopen_buffered(struct pin__file *f, int wflags,
-			    struct pin_io_stats *st);
+			    struct pin__io_stats *st);
 
 /* The engine (io_engine.c). */
 int pin__engine_init(struct engine *e, const struct pin_io_opts *o,
-		     struct pin_io_stats *st, const char *path);
+		     struct pin__io_stats *st, const char *path);
 void pin__engine_exit(struct engine *e);
 void pin__engine_submit(struct engine *e, struct pin__file *f,
 			unsigned idx, int write);
 /* Collect what is still in flight after a failure. */
-void pin__engine_drain(struct engine *e, struct pin_io_stats *st,
+void pin__engine_drain(struct engine *e, struct pin__io_stats *st,
 		       const char *path);
 /*
  * The next completion: 0 with idx and res for the caller to handle,
  * RETRIED, REFUSED, or a negative errno with the error set.
  */
 int pin__engine_next(struct engine *e, struct pin__file *f,
-		     struct pin_io_stats *st, int write, uint64_t done,
+		     struct pin__io_stats *st, int write, uint64_t done,
 		     unsigned *idx, int *res);
 
 /* Registered buffers (io_fixed.c); none of these fails the I/O. */
 uint64_t pin__io_fixed_chunk(unsigned request_size);
 void pin__engine_register(struct engine *e, char *base, uint64_t len,
 			  uint64_t chunk, const struct pin_io_opts *o,
-			  struct pin_io_stats *st);
+			  struct pin__io_stats *st);
 void pin__engine_register_sparse(struct engine *e, uint64_t span,
 				 uint64_t step, const struct pin_io_opts *o,
-				 struct pin_io_stats *st);
+				 struct pin__io_stats *st);
 void pin__engine_register_step(struct engine *e, size_t i, char *base,
-			       uint64_t len, struct pin_io_stats *st);
+			       uint64_t len, struct pin__io_stats *st);
 int pin__io_fixed_index(struct engine *e, uint64_t rel, uint64_t chunk);
 
 #endif /* LIBPIN_IO_ENGINE_H */

@@ -49,7 +49,7 @@ uint64_t pin__io_fixed_chunk(unsigned request_size)
  */
 void pin__engine_register(struct engine *e, char *base, uint64_t len,
 			  uint64_t chunk, const struct pin_io_opts *o,
-			  struct pin_io_stats *st)
+			  struct pin__io_stats *st)
 {
 	struct iovec *iov;
 	size_t n, i;
@@ -98,7 +98,7 @@ void pin__engine_register(struct engine *e, char *base, uint64_t len,
  */
 void pin__engine_register_sparse(struct engine *e, uint64_t span,
 				 uint64_t step, const struct pin_io_opts *o,
-				 struct pin_io_stats *st)
+				 struct pin__io_stats *st)
 {
 	size_t n = step ? (span + step - 1) / step : 0;
 	char ebuf[64];
@@ -132,7 +132,7 @@ void pin__engine_register_sparse(struct engine *e, uint64_t span,
 
 /* Register step i of a paced read, [base, base + len), in its slot. */
 void pin__engine_register_step(struct engine *e, size_t i, char *base,
-			       uint64_t len, struct pin_io_stats *st)
+			       uint64_t len, struct pin__io_stats *st)
 {
 	struct iovec iov = { .iov_base = base, .iov_len = len };
 	char ebuf[64];

@@ -32,17 +32,17 @@ int pin__io_fail(char *buf, size_t len, int err, const char *fmt, ...)
 
 /* Resolve opts (NULL: defaults) into *out; -EINVAL on bad values. */
 int pin__io_opts(const struct pin_io_opts *opts, struct pin_io_opts *out,
-		 struct pin_io_stats *st);
+		 struct pin__io_stats *st);
 
 /*
  * Open path for reading, O_DIRECT unless asked not to or refused (then
  * buffered, with the reason in st->fallback_reason).
  */
 int pin__io_open_read(struct pin__file *f, const char *path,
-		      const struct pin_io_opts *o, struct pin_io_stats *st);
+		      const struct pin_io_opts *o, struct pin__io_stats *st);
 /* Create (or truncate) path for writing, O_DIRECT where allowed. */
 int pin__io_open_write_new(struct pin__file *f, const char *path,
-			   const struct pin_io_opts *o, struct pin_io_stats *st);
+			   const struct pin_io_opts *o, struct pin__io_stats *st);
 void pin__io_close(struct pin__file *f);
 
 /*
@@ -53,7 +53,7 @@ void pin__io_close(struct pin__file *f);
  */
 int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
 		    uint64_t span, uint64_t need_end,
-		    const struct pin_io_opts *o, struct pin_io_stats *st);
+		    const struct pin_io_opts *o, struct pin__io_stats *st);
 
 /*
  * Write the segments back to back at file_off (aligned) of an fd opened for
@@ -63,7 +63,7 @@ int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
  */
 int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 		     size_t nseg, uint64_t file_off,
-		     const struct pin_io_opts *o, struct pin_io_stats *st);
+		     const struct pin_io_opts *o, struct pin__io_stats *st);
 
 /*
  * A read into memory that another thread prepares (pins) ahead of it, one
@@ -91,14 +91,14 @@ struct pin__pace {
 /* pin__io_read_fd into memory prepared as pace says (not NULL). */
 int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
 		       uint64_t span, uint64_t need_end,
-		       const struct pin_io_opts *o, struct pin_io_stats *st,
+		       const struct pin_io_opts *o, struct pin__io_stats *st,
 		       struct pin__pace *pace);
 
 /* -ESTALE (with st->error) if f's size is no longer the one it opened with. */
-int pin__io_check_size(const struct pin__file *f, struct pin_io_stats *st);
+int pin__io_check_size(const struct pin__file *f, struct pin__io_stats *st);
 
 /* Append a reason to st->fallback_reason ("; " between reasons). */
-void pin__io_note_fallback(struct pin_io_stats *st, const char *fmt, ...)
+void pin__io_note_fallback(struct pin__io_stats *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The largest fixed buffer a read may register (issue #15's rule). */

@@ -52,7 +52,7 @@ static int dio_align(int fd, uint32_t *mem, uint32_t *off)
 }
 
 int pin__io_open(struct pin__file *f, const char *path, int wflags,
-		 const struct pin_io_opts *o, struct pin_io_stats *st)
+		 const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	int base = (wflags ? wflags : O_RDONLY) | O_CLOEXEC;
 	uint32_t mem, off;
@@ -110,13 +110,13 @@ int pin__io_open(struct pin__file *f, const char *path, int wflags,
 }
 
 int pin__io_open_read(struct pin__file *f, const char *path,
-		      const struct pin_io_opts *o, struct pin_io_stats *st)
+		      const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	return pin__io_open(f, path, 0, o, st);
 }
 
 int pin__io_open_write_new(struct pin__file *f, const char *path,
-			   const struct pin_io_opts *o, struct pin_io_stats *st)
+			   const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	return pin__io_open(f, path, O_WRONLY | O_CREAT | O_TRUNC, o, st);
 }
@@ -130,7 +130,7 @@ void pin__io_close(struct pin__file *f)
 
 /* Reopen f without O_DIRECT after the kernel refused a direct transfer. */
 int pin__io_reopen_buffered(struct pin__file *f, int wflags,
-			    struct pin_io_stats *st)
+			    struct pin__io_stats *st)
 {
 	int fd = open(f->path, (wflags ? wflags : O_RDONLY) | O_CLOEXEC, 0644);
 

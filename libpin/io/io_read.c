@@ -21,7 +21,7 @@
  */
 static int pace_advance(struct engine *e, struct pin__pace *pace, char *dst,
 			uint64_t span, uint64_t at, uint64_t *ready,
-			struct pin_io_stats *st)
+			struct pin__io_stats *st)
 {
 	uint64_t before = *ready, k;
 	int block = !e->inflight && at < span && at >= *ready;
@@ -43,7 +43,7 @@ static int pace_advance(struct engine *e, struct pin__pace *pace, char *dst,
 	return 0;
 }
 
-int pin__io_check_size(const struct pin__file *f, struct pin_io_stats *st)
+int pin__io_check_size(const struct pin__file *f, struct pin__io_stats *st)
 {
 	struct stat sb;
 
@@ -112,7 +112,7 @@ static void submit_reads(struct engine *e, struct pin__file *f, char *dst,
  */
 static int read_completed(struct engine *e, struct pin__file *f,
 			  unsigned idx, int res, uint64_t aoff,
-			  uint64_t need_end, struct pin_io_stats *st,
+			  uint64_t need_end, struct pin__io_stats *st,
 			  struct pin__pace *pace)
 {
 	struct slot *s = &e->slots[idx];
@@ -163,7 +163,7 @@ static int read_completed(struct engine *e, struct pin__file *f,
  */
 static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 		     uint64_t aoff, uint64_t span, uint64_t need_end,
-		     const struct pin_io_opts *o, struct pin_io_stats *st,
+		     const struct pin_io_opts *o, struct pin__io_stats *st,
 		     struct pin__pace *pace)
 {
 	uint64_t next = aoff, end = aoff + span, done = 0, chunk, ready = span;
@@ -212,14 +212,14 @@ static int read_pass(struct engine *e, struct pin__file *f, char *dst,
 
 int pin__io_read_fd(struct pin__file *f, void *dst, uint64_t aoff,
 		    uint64_t span, uint64_t need_end,
-		    const struct pin_io_opts *o, struct pin_io_stats *st)
+		    const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	return pin__io_read_paced(f, dst, aoff, span, need_end, o, st, NULL);
 }
 
 int pin__io_read_paced(struct pin__file *f, void *dst, uint64_t aoff,
 		       uint64_t span, uint64_t need_end,
-		       const struct pin_io_opts *o, struct pin_io_stats *st,
+		       const struct pin_io_opts *o, struct pin__io_stats *st,
 		       struct pin__pace *pace)
 {
 	struct engine e;

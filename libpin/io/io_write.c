@@ -79,7 +79,7 @@ static int zero_copy(struct gather *g, uint64_t n, struct slot *s)
 static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
 		      const struct pin__seg *segs, size_t nseg,
 		      uint64_t file_off, uint64_t total, uint64_t wlen,
-		      const struct pin_io_opts *o, struct pin_io_stats *st)
+		      const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	struct gather g = { .segs = segs, .nseg = nseg };
 	uint64_t next = file_off, end = file_off + wlen, done = 0;
@@ -161,7 +161,7 @@ static int write_pass(struct engine *e, struct pin__file *f, char *bounce,
  * exclusively), writes into allocated space run in parallel.
  */
 static int reserve_blocks(struct pin__file *f, uint64_t file_off,
-			  uint64_t total, struct pin_io_stats *st)
+			  uint64_t total, struct pin__io_stats *st)
 {
 	if (f->direct && file_off + total > f->size &&
 	    fallocate(f->fd, 0, (off_t)file_off,
@@ -180,7 +180,7 @@ static int reserve_blocks(struct pin__file *f, uint64_t file_off,
  */
 static int write_tail(struct pin__file *f, const struct pin__seg *segs,
 		      size_t nseg, uint64_t file_off, uint64_t wlen,
-		      uint64_t tail, char *bounce, struct pin_io_stats *st)
+		      uint64_t tail, char *bounce, struct pin__io_stats *st)
 {
 	struct gather g = { .segs = segs, .nseg = nseg };
 	char skip[4096];
@@ -213,7 +213,7 @@ static int write_tail(struct pin__file *f, const struct pin__seg *segs,
 
 /* The file's length (past a padded last block) and its data on disk. */
 static int finish_file(struct pin__file *f, uint64_t file_off, uint64_t total,
-		       uint64_t tail, struct pin_io_stats *st)
+		       uint64_t tail, struct pin__io_stats *st)
 {
 	if (!tail && f->direct && total % PIN_IO_ALIGN &&
 	    file_off + total >= f->size &&
@@ -232,7 +232,7 @@ static int finish_file(struct pin__file *f, uint64_t file_off, uint64_t total,
 
 int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 		     size_t nseg, uint64_t file_off,
-		     const struct pin_io_opts *o, struct pin_io_stats *st)
+		     const struct pin_io_opts *o, struct pin__io_stats *st)
 {
 	uint64_t total = 0, wlen, tail = 0, t0;
 	struct engine e;

@@ -19,6 +19,9 @@
   4-5. With PyTorch (demo_torch.py): part 1's loop with torch.bfloat16
      tensors, and a checkpoint read into a donated, reopened region through
      a writable view.
+  7. One copy per host (demo_cache.py): four workers load one checkpoint
+     through pinmem-cached; one copy in memory, an eviction refused naming
+     a worker that maps it, allowed once they exit.
 
 Exits 0 when every check held, 1 otherwise. Runs where tests/vm/run puts it
 (the device backend, files on $PINMEM_SCRATCH); on a host without the
@@ -594,6 +597,14 @@ def main():
                          lambda f, la, sz, m: report_counts(
                              f, la, sz, args.iterations, "part 4", m))
         demo_torch.part5(dev, args.ckpt_mb, outdir, check)
+    try:
+        import demo_cache
+    except ImportError as e:
+        print()
+        print("7. One copy per host skipped: %s" % e)
+    else:
+        print()
+        demo_cache.part7(outdir, check)
     dev.close()
     for name in os.listdir(outdir):
         os.unlink(os.path.join(outdir, name))

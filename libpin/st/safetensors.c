@@ -71,7 +71,7 @@ unsigned pin_dtype_bits(int dtype)
 	return dtypes[dtype].bits;
 }
 
-struct pin_st *pin_st_new(void)
+struct pin_st *pin_st_create(void)
 {
 	struct pin_st *ck = calloc(1, sizeof(struct pin_st));
 
@@ -99,7 +99,7 @@ void pin__st_clear(struct pin_st *ck)
 	for (i = 0; i < ck->nfiles; i++) {
 		free(ck->files[i].path);
 		if (ck->files[i].region)
-			pin_region_free(ck->files[i].region);
+			pin_region_close(ck->files[i].region);
 	}
 	free(ck->files);
 	ck->t = NULL;
@@ -111,7 +111,7 @@ void pin__st_clear(struct pin_st *ck)
 	ck->nfiles = 0;
 }
 
-void pin_st_free(struct pin_st *ck)
+void pin_st_close(struct pin_st *ck)
 {
 	if (!ck)
 		return;
@@ -178,12 +178,15 @@ int pin__st_add_file(struct pin_st *ck, const char *path)
 int pin_st_timeline(const struct pin_st *ck, struct pin_st_step *steps,
 		    size_t cap)
 {
-	if (!ck || (cap && !steps))
+	size_t i, stride;
+
+	if (!ck || pin__array_stride(steps, cap, PIN__ST_STEP_SIZE, &stride))
 		return -EINVAL;
 	if (cap > ck->nsteps)
 		cap = ck->nsteps;
-	if (cap)
-		memcpy(steps, ck->steps, cap * sizeof(*steps));
+	for (i = 0; i < cap; i++)
+		pin__array_put(steps, stride, i, &ck->steps[i],
+			       sizeof(ck->steps[i]));
 	return (int)ck->nsteps;
 }
 
@@ -205,9 +208,11 @@ size_t pin_st_count(const struct pin_st *ck)
 
 int pin_st_tensor(const struct pin_st *ck, size_t i, struct pin_st_tensor *out)
 {
+	if (pin__out_check(out, PIN__ST_TENSOR_SIZE))
+		return -EINVAL;
 	if (i >= ck->n)
 		return -ERANGE;
-	*out = ck->t[i].pub;
+	pin__out_put(out, &ck->t[i].pub, sizeof(ck->t[i].pub));
 	return 0;
 }
 
@@ -216,6 +221,8 @@ int pin_st_find(const struct pin_st *ck, const char *name,
 {
 	size_t lo = 0, hi = ck->n;
 
+	if (pin__out_check(out, PIN__ST_TENSOR_SIZE))
+		return -EINVAL;
 	if (!ck->by_name)
 		return -ENOENT;
 	while (lo < hi) {
@@ -224,7 +231,7 @@ int pin_st_find(const struct pin_st *ck, const char *name,
 		int c = strcmp(name, t->pub.name);
 
 		if (!c) {
-			*out = t->pub;
+			pin__out_put(out, &t->pub, sizeof(t->pub));
 			return 0;
 		}
 		if (c < 0)
@@ -267,12 +274,16 @@ struct pin_region *pin_st_region(const struct pin_st *ck, size_t i)
 
 int pin_st_stats(const struct pin_st *ck, struct pin_io_stats *stats)
 {
-	*stats = ck->stats;
+	if (!ck || pin__out_check(stats, PIN__IO_STATS_SIZE))
+		return -EINVAL;
+	pin__io_stats_put(stats, &ck->stats);
 	return 0;
 }
 
 int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases)
 {
-	*phases = ck->phases;
+	if (!ck || pin__out_check(phases, PIN__ST_PHASES_SIZE))
+		return -EINVAL;
+	pin__out_put(phases, &ck->phases, sizeof(ck->phases));
 	return 0;
 }

@@ -41,12 +41,12 @@ struct pin_st {
 	size_t nmeta;
 	struct st_file *files;
 	size_t nfiles;
-	struct pin_io_stats stats;
+	struct pin__io_stats stats;
 	struct pin_st_phases phases;	/* of the last load */
 	struct pin_st_step *steps;	/* of the last load */
 	size_t nsteps;
 	int node;			/* of the load under way: its regions' */
-	unsigned node_flags;		/* NUMA node (-1: any) and PIN_ALLOC_* */
+	unsigned node_flags;		/* NUMA node (-1: any), PIN_REGION_ANY_NODE */
 	char err[PIN_ERR_LEN];
 };
 
@@ -66,6 +66,9 @@ int pin__st_build_index(struct pin_st *ck);
 
 /* Loads (safetensors_load.c, safetensors_index.c; safetensors_open.c
  * picks one). */
+/* A load's options checked: node -1 or a node, flags PIN_REGION_ANY_NODE. */
+int pin__st_load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
+		      struct pin_st_load_opts *lo, int *node, unsigned *flags);
 int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		      const struct pin_io_opts *o, struct st_progress *prog);
 int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,

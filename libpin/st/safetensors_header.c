@@ -492,8 +492,8 @@ out:
 
 int pin_st_parse_file(struct pin_st *ck, const char *path)
 {
-	struct pin_io_opts o = { .flags = PIN_IO_BUFFERED };
-	struct pin_io_stats st;
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = PIN_IO_BUFFERED };
+	struct pin__io_stats st;
 	struct pin__file f;
 	int ret;
 

@@ -117,7 +117,7 @@ static int check_weight_map(struct pin_st *ck, const char *path,
 	size_t i;
 
 	for (i = 0; i < wm->n; i++) {
-		struct pin_st_tensor t;
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		const char *want = wm->items[i]->s;
 		const char *have;
 

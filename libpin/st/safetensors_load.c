@@ -25,7 +25,7 @@ static void st_progress_cb(void *arg, uint64_t done, uint64_t total)
 				  p->total);
 }
 
-static void stats_add(struct pin_io_stats *sum, const struct pin_io_stats *s,
+static void stats_add(struct pin__io_stats *sum, const struct pin__io_stats *s,
 		      int first)
 {
 	sum->bytes += s->bytes;
@@ -83,7 +83,7 @@ struct file_load {
 	unsigned fi;
 	struct st_file *sf;
 	struct pin__file f;
-	struct pin_io_stats st;
+	struct pin__io_stats st;
 	struct pin_region *r;
 	uint64_t astart;	/* aligned file offset the region starts at */
 	uint64_t head;		/* data_start - astart */
@@ -117,7 +117,7 @@ static int prepare_region(struct file_load *fl)
 			break;
 	}
 	if (ret == -ENOMEM) {
-		ret = alloc_region(fl, ck->node_flags | PIN_ALLOC_FALLBACK);
+		ret = alloc_region(fl, ck->node_flags | PIN_REGION_FALLBACK);
 		if (!ret)
 			pin__io_note_fallback(&fl->st, "region below 2 MiB chunks");
 	}
@@ -150,9 +150,9 @@ static int read_data(struct file_load *fl, const struct pin_io_opts *po,
 		 */
 		free(rep.times);
 		memset(&rep, 0, sizeof(rep));
-		pin_region_free(fl->r);
+		pin_region_close(fl->r);
 		fl->r = NULL;
-		ret = alloc_region(fl, ck->node_flags | PIN_ALLOC_FALLBACK);
+		ret = alloc_region(fl, ck->node_flags | PIN_REGION_FALLBACK);
 		if (ret)
 			return alloc_failed(fl, ret);
 		pin__io_note_fallback(&fl->st, "no 2 MiB pages left while loading: region allocated whole");
@@ -177,7 +177,7 @@ static int seal_region(struct file_load *fl, void **map)
 	uint64_t tp = pin__now_ns();
 	int ret;
 
-	ret = pin_seal(fl->r);
+	ret = pin_region_seal(fl->r);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s: sealing its region: %s",
 				    fl->sf->path, pin_region_error(fl->r));
@@ -232,7 +232,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 		goto out;
 	fl.astart = fl.sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	fl.head = fl.sf->data_start - fl.astart;
-	fl.span = pin_io_span(fl.sf->data_start, fl.sf->data_len);
+	fl.span = pin_file_span(fl.sf->data_start, fl.sf->data_len);
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
@@ -249,7 +249,7 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	stats_add(&ck->stats, &fl.st, fi == 0);
 out:
 	if (fl.r)
-		pin_region_free(fl.r);
+		pin_region_close(fl.r);
 	pin__io_close(&fl.f);
 	return ret;
 }
@@ -259,7 +259,7 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 			     uint64_t region_off, uint64_t span,
 			     const char *path)
 {
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	int ret = pin_region_info(r, &ri);
 
 	if (ret)
@@ -268,11 +268,11 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 	if (ri.state == PIN_STATE_SEALED)
 		return pin__st_fail(ck, -EPERM, "%s: region %llu is sealed: its owner writes only while it is open or donated (reopen it first)",
 				    path, (unsigned long long)ri.id);
-	if (region_off > ri.size || span > ri.size - region_off)
+	if (region_off > ri.region_size || span > ri.region_size - region_off)
 		return pin__st_fail(ck, -ENOSPC, "%s: %llu bytes (the data section's aligned superset) do not fit in region %llu (%llu bytes) at offset %llu",
 				    path, (unsigned long long)span,
 				    (unsigned long long)ri.id,
-				    (unsigned long long)ri.size,
+				    (unsigned long long)ri.region_size,
 				    (unsigned long long)region_off);
 	return 0;
 }
@@ -282,7 +282,7 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 		       uint64_t region_off, const struct pin_io_opts *o)
 {
 	struct st_file *sf = &ck->files[0];
-	struct pin_io_stats st;
+	struct pin__io_stats st;
 	uint64_t t0 = pin__now_ns(), head, span;
 	struct pin__file f;
 	size_t i;
@@ -297,7 +297,7 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 	if (ret)
 		goto out;
 	head = sf->data_start & (PIN_IO_ALIGN - 1);
-	span = pin_io_span(sf->data_start, sf->data_len);
+	span = pin_file_span(sf->data_start, sf->data_len);
 	ret = check_fill_target(ck, r, region_off, span, sf->path);
 	if (ret)
 		goto out;
@@ -327,16 +327,54 @@ out:
 	return ret;
 }
 
+/*
+ * The caller's load options into lo, and where its regions go: node -1
+ * (the caller's mempolicy) or a node, flags PIN_REGION_ANY_NODE or 0.
+ */
+int pin__st_load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
+		      struct pin_st_load_opts *lo, int *node, unsigned *flags)
+{
+	struct pin_region_opts ro;
+	int ret;
+
+	ret = pin__opts_in(lo, sizeof(*lo), opts, PIN__ST_LOAD_OPTS_SIZE);
+	if (!ret)
+		ret = pin__opts_in(&ro, sizeof(ro), lo->region,
+				   PIN__REGION_OPTS_SIZE);
+	if (ret)
+		return pin__st_fail(ck, ret, "load options: %s",
+				    ret == -E2BIG ? "fields this libpin does not know are set" :
+				    "size below libpin 1.0's (PIN_INIT sets it)");
+	if (lo->flags || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
+	    ro.flags == PIN_REGION_ANY_NODE ||
+	    ((ro.flags & PIN_REGION_NODE) && ro.node < 0))
+		return pin__st_fail(ck, -EINVAL,
+				    "load: flags 0x%x, region flags 0x%x, node %d",
+				    lo->flags, ro.flags, (int)ro.node);
+	*node = (ro.flags & PIN_REGION_NODE) ? ro.node : -1;
+	*flags = ro.flags & PIN_REGION_ANY_NODE;
+	return 0;
+}
+
 int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		     uint64_t region_off, const char *path,
-		     const struct pin_io_opts *opts)
+		     const struct pin_st_load_opts *opts)
 {
+	struct pin_st_load_opts lo;
 	struct pin_io_opts o;
-	int ret;
+	unsigned flags;
+	int ret, node;
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
 	ck->err[0] = 0;
+	ret = pin__st_load_opts(ck, opts, &lo, &node, &flags);
+	if (ret)
+		return ret;
+	if (lo.region)
+		return pin__st_fail(ck, -EINVAL,
+				    "%s: load into a region the caller has: no region options",
+				    path);
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	if (!r || region_off % PIN_IO_ALIGN)
 		return pin__st_fail(ck, -EINVAL, "%s: region offset %llu is not a multiple of %u",
@@ -345,7 +383,7 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	if (pin__st_is_index(path))
 		return pin__st_fail(ck, -EINVAL, "%s: a sharded checkpoint: load each shard at an offset of its own",
 				    path);
-	ret = pin__io_opts(opts, &o, &ck->stats);
+	ret = pin__io_opts(lo.io, &o, &ck->stats);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
 	ret = pin__st_add_file(ck, path);

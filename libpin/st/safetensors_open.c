@@ -14,35 +14,30 @@
 #include "safetensors_ck.h"
 
 int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
-		const struct pin_io_opts *opts)
+		const struct pin_st_load_opts *opts)
 {
-	return pin_st_load_on_node(ck, dev, path, -1, 0, opts);
-}
-
-int pin_st_load_on_node(struct pin_st *ck, struct pin_dev *dev,
-			const char *path, int node, unsigned flags,
-			const struct pin_io_opts *opts)
-{
-	struct st_progress prog = { .user = opts };
+	struct st_progress prog = { 0 };
+	struct pin_st_load_opts lo;
 	struct pin_io_opts o;
+	unsigned flags;
 	struct stat sb;
-	int ret;
+	int ret, node;
 
 	if (ck->n || ck->nfiles)
 		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
-	if ((flags & ~PIN_ALLOC_ANY_NODE) || node < -1 ||
-	    (node == -1 && flags))
-		return pin__st_fail(ck, -EINVAL, "load: node %d with flags 0x%x",
-				    node, flags);
+	ret = pin__st_load_opts(ck, opts, &lo, &node, &flags);
+	if (ret)
+		return ret;
 	ck->node = node;
 	ck->node_flags = flags;
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	memset(&ck->phases, 0, sizeof(ck->phases));
 	ck->nsteps = 0;
-	ret = pin__io_opts(opts, &o, &ck->stats);
+	ret = pin__io_opts(lo.io, &o, &ck->stats);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
+	prog.user = &o;
 	if (pin__st_is_index(path)) {
 		ret = pin__st_load_index(ck, dev, path, &o, &prog);
 	} else {

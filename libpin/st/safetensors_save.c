@@ -302,14 +302,14 @@ static int fsync_dir(const char *path)
 	return ret;
 }
 
-int pin_st_save(struct pin_st *ck, const char *path,
+static int save(struct pin_st *ck, const char *path,
 		const struct pin_st_tensor *tensors, size_t n,
 		const char *const *meta_keys, const char *const *meta_values,
 		size_t nmeta, const struct pin_io_opts *opts)
 {
 	struct strbuf b = { 0 };
 	struct pin__seg *segs;
-	struct pin_io_stats *st = &ck->stats;
+	struct pin__io_stats *st = &ck->stats;
 	struct pin_io_opts o;
 	struct pin__file f = { .fd = -1 };
 	uint64_t t0 = pin__now_ns();
@@ -376,5 +376,29 @@ int pin_st_save(struct pin_st *ck, const char *path,
 out:
 	free(b.s);
 	free(segs);
+	return ret;
+}
+
+int pin_st_save(struct pin_st *ck, const char *path,
+		const struct pin_st_tensor *tensors, size_t n,
+		const char *const *meta_keys, const char *const *meta_values,
+		size_t nmeta, const struct pin_io_opts *opts)
+{
+	struct pin_st_tensor *copy = NULL;
+	int ret;
+
+	/* The caller's tensors may be of another libpin's size. */
+	if (tensors) {
+		ret = pin__array_in(tensors, n, sizeof(*copy),
+				    PIN__ST_TENSOR_SIZE, (void **)&copy);
+		if (ret)
+			return pin__st_fail(ck, ret, "%s: tensors: %s",
+					    path ? path : "pin_st_save",
+					    ret == -ENOMEM ? "out of memory" :
+					    ret == -E2BIG ? "fields this libpin does not know are set" :
+					    "element 0's size is below libpin 1.0's (PIN_INIT sets it)");
+	}
+	ret = save(ck, path, copy, n, meta_keys, meta_values, nmeta, opts);
+	free(copy);
 	return ret;
 }

@@ -10,9 +10,12 @@ static void bad(const char *value)
 {
 	struct pin_cuda *c = (struct pin_cuda *)1;
 	char why[512] = "";
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = why, .why_len = sizeof(why),
+	};
 
 	setenv("PIN_CUDA_TEST_CHUNK", value, 1);
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -EINVAL);
+	EXPECT(pin_cuda_open(&c, 0, &co), -EINVAL);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "PIN_CUDA_TEST_CHUNK"), "%s: error '%s'", value, why);
 }

@@ -32,7 +32,7 @@ int main(void)
 	test_double_clean(s);
 	EXPECT(pin_view_unmap(v, a), 0);
 	pin_view_close(v);
-	EXPECT(pin_region_free(r), 0);
-	pin_close(dev);
+	EXPECT(pin_region_close(r), 0);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -60,23 +60,26 @@
 static inline struct pin_dev *test_dev(void)
 {
 	struct pin_dev *dev;
-	int err = pin_open(&dev, PIN_BACKEND_AUTO);
+	int err = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
 
 	if (err == -ENOENT)
 		SKIP("no backend: %s", strerror(-err));
 	if (err)
-		FAIL("pin_open: %s", strerror(-err));
+		FAIL("pin_dev_open: %s", strerror(-err));
 	return dev;
 }
 
 static inline struct pin_region *test_region(struct pin_dev *dev,
 					      uint64_t size)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_region *r;
-	int err = pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r);
+	int err = pin_region_create(dev, size, &fallback, &r);
 
 	if (err)
-		FAIL("pin_alloc(%llu): %s", (unsigned long long)size,
+		FAIL("pin_region_create(%llu): %s", (unsigned long long)size,
 		     pin_dev_error(dev));
 	return r;
 }
@@ -85,11 +88,14 @@ static inline struct pin_cuda *test_cuda(void)
 {
 	struct pin_cuda *c;
 	char why[512];
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = why, .why_len = sizeof(why),
+	};
 	int err;
 
 	if (!getenv("PIN_CUDA_LIBRARY"))
 		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
-	err = pin_cuda_open(&c, 0, why, sizeof(why));
+	err = pin_cuda_open(&c, 0, &co);
 	if (err)
 		FAIL("pin_cuda_open: %d: %s", err, why);
 	return c;

@@ -32,7 +32,7 @@ int main(void)
 	void *p;
 
 	if (pin_dev_backend(dev) != PIN_BACKEND_DEVICE) {
-		pin_close(dev);
+		pin_dev_close(dev);
 		SKIP("declarations are the device backend's");
 	}
 	r = test_region(dev, 8 * MiB);
@@ -53,7 +53,7 @@ int main(void)
 	pin_view_close(v);
 
 	pin_cuda_close(c);
-	EXPECT(pin_region_free(r), 0);
-	pin_close(dev);
+	EXPECT(pin_region_close(r), 0);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -24,7 +24,7 @@ int main(void)
 	EXPECT(pin_cuda_unregister(c, r), 0);
 	pin_cuda_close(c);
 	test_double_clean(s);
-	EXPECT(pin_region_free(r), 0);
-	pin_close(dev);
+	EXPECT(pin_region_close(r), 0);
+	pin_dev_close(dev);
 	return 0;
 }

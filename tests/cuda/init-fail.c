@@ -10,11 +10,14 @@ int main(void)
 {
 	struct pin_cuda *c = (struct pin_cuda *)1;
 	char why[512] = "";
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = why, .why_len = sizeof(why),
+	};
 
 	if (!getenv("PIN_CUDA_LIBRARY"))
 		SKIP("PIN_CUDA_LIBRARY (the driver test double) not set");
 	setenv("CUDA_DOUBLE_INIT_RESULT", "100", 1);
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENODEV);
+	EXPECT(pin_cuda_open(&c, 0, &co), -ENODEV);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"),
 	      "error '%s'", why);

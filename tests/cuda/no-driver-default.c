@@ -10,6 +10,9 @@ int main(void)
 {
 	struct pin_cuda *c = (struct pin_cuda *)1;
 	char why[512] = "";
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = why, .why_len = sizeof(why),
+	};
 	void *h;
 
 	unsetenv("PIN_CUDA_LIBRARY");
@@ -18,7 +21,7 @@ int main(void)
 		dlclose(h);
 		SKIP("this machine has libcuda.so.1");
 	}
-	EXPECT(pin_cuda_open(&c, 0, why, sizeof(why)), -ENOENT);
+	EXPECT(pin_cuda_open(&c, 0, &co), -ENOENT);
 	CHECK(c == NULL, "handle left on failure");
 	CHECK(strstr(why, "dlopen(\"libcuda.so.1\")") &&
 	      strstr(why, "libcuda.so.1: cannot open shared object file"),

@@ -44,7 +44,7 @@ int main(void)
 
 	pin_cuda_close(c);
 	test_double_clean(s);
-	EXPECT(pin_region_free(r), 0);
-	pin_close(dev);
+	EXPECT(pin_region_close(r), 0);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -57,7 +57,7 @@ int main(void)
 	test_double_clean(s);
 	pin_view_close(ro);
 	pin_view_close(rw);
-	EXPECT(pin_region_free(r), 0);
-	pin_close(dev);
+	EXPECT(pin_region_close(r), 0);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -7,13 +7,14 @@
 #   st_index   pin_st_load of an index file whose text is the input
 #   st_load    pin_st_load of a memory file (memfd) holding the input
 #   json_diff  libpin's JSON reader against jansson
+#   cache_proto  pinmem-cached's packet decoder on the input
 
 FUZZ_CC		?= clang
-FUZZ_TARGETS	:= st_header st_index st_load json_diff
+FUZZ_TARGETS	:= st_header st_index st_load json_diff cache_proto
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		   -fno-omit-frame-pointer
 FUZZ_CFLAGS	:= -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O1 -g \
-		   -I$(TOP)/include -I$(B)/include -Ilibpin $(FUZZ_SAN)
+		   -I$(TOP)/include -I$(B)/include -Ilibpin -Ilibpin/cache $(FUZZ_SAN)
 FUZZ_OBJS	:= $(patsubst libpin/%.c,$(B)/fuzz/obj/%.o,$(LIBPIN_SRCS))
 FUZZ_BINS	:= $(patsubst %,$(B)/fuzz/%,$(FUZZ_TARGETS))
 

@@ -14,14 +14,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	volatile uint8_t sink = 0;
 
 	if (!ck)
 		return 0;
 	if (pin_st_parse_buffer(ck, data, size, "fuzz") == 0) {
 		for (size_t i = 0; i < pin_st_count(ck); i++) {
-			struct pin_st_tensor t;
+			struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 			const uint8_t *p;
 
 			if (pin_st_tensor(ck, i, &t))
@@ -41,6 +41,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	(void)sink;
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return 0;
 }

@@ -79,11 +79,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pin_st *ck;
 
 	put("model.safetensors.index.json", data, size);
-	ck = pin_st_new();
-	if (ck && pin_open(&dev, PIN_BACKEND_PORTABLE) == 0 &&
+	ck = pin_st_create();
+	if (ck && pin_dev_open(&dev, PIN_BACKEND_PORTABLE, NULL) == 0 &&
 	    pin_st_load(ck, dev, index_path, NULL) == 0) {
 		for (size_t i = 0; i < pin_st_count(ck); i++) {
-			struct pin_st_tensor t;
+			struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 			const uint8_t *p;
 
 			if (pin_st_tensor(ck, i, &t) || t.nbytes != 8)
@@ -93,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 		}
 	}
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	return 0;
 }

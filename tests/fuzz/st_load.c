@@ -27,11 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size && write(fd, data, size) != (ssize_t)size)
 		__builtin_trap();
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	ck = pin_st_new();
-	if (ck && pin_open(&dev, PIN_BACKEND_PORTABLE) == 0 &&
+	ck = pin_st_create();
+	if (ck && pin_dev_open(&dev, PIN_BACKEND_PORTABLE, NULL) == 0 &&
 	    pin_st_load(ck, dev, path, NULL) == 0) {
 		for (size_t i = 0; i < pin_st_count(ck); i++) {
-			struct pin_st_tensor t;
+			struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 
 			if (pin_st_tensor(ck, i, &t) ||
 			    t.file_offset > size || t.nbytes > size - t.file_offset ||
@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				__builtin_trap();
 		}
 	}
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	close(fd);
 	return 0;
 }

@@ -7,7 +7,7 @@
  *   bandwidth [GiB [iterations]]      (default 4 GiB, 5 iterations)
  *
  * The region is placed on GPU 0's NUMA node where the platform names one
- * (pin_cuda_numa_node, preferred: PIN_ALLOC_ANY_NODE), and the line
+ * (pin_cuda_numa_node, preferred: PIN_REGION_ANY_NODE), and the line
  * before the table says where its memory went. Times
  * pin_cuda_register/unregister of a region of that size, then
  * cuMemcpyHtoD/DtoH of the whole buffer from the registered region, from
@@ -124,6 +124,8 @@ int main(int argc, char **argv)
 	int iters = argc > 2 ? atoi(argv[2]) : 5;
 	size_t size = (size_t)(gib * GiB) & ~(size_t)(2 * 1024 * 1024 - 1);
 	double h2d[3], d2h[3], t0, t_reg, t_unreg;
+	struct pin_region_opts ro = PIN_INIT(struct pin_region_opts);
+	struct pin_cuda_opts co = PIN_INIT(struct pin_cuda_opts);
 	struct pin_region *r;
 	struct pin_cuda *pc;
 	struct pin_dev *pd;
@@ -148,12 +150,14 @@ int main(int argc, char **argv)
 	cu_check(cuMemAlloc(&dev, size), "cuMemAlloc");
 
 	/* libpin: a region, its owner mapping, registration. */
-	err = pin_open(&pd, PIN_BACKEND_AUTO);
+	err = pin_dev_open(&pd, PIN_BACKEND_AUTO, NULL);
 	if (err) {
-		fprintf(stderr, "bandwidth: pin_open: %s\n", strerror(-err));
+		fprintf(stderr, "bandwidth: pin_dev_open: %s\n", strerror(-err));
 		return 1;
 	}
-	err = pin_cuda_open(&pc, 0, why, sizeof(why));
+	co.why = why;
+	co.why_len = sizeof(why);
+	err = pin_cuda_open(&pc, 0, &co);
 	if (err) {
 		fprintf(stderr, "bandwidth: pin_cuda_open: %s\n", why);
 		return 1;
@@ -162,10 +166,14 @@ int main(int argc, char **argv)
 	node = pin_cuda_numa_node(pc);
 	if (node < 0)
 		node = -1;	/* none named, or sysfs could not say */
-	err = pin_alloc_on_node(pd, size, PIN_ALLOC_FALLBACK |
-				(node >= 0 ? PIN_ALLOC_ANY_NODE : 0), node, &r);
+	ro.flags = PIN_REGION_FALLBACK;
+	if (node >= 0) {
+		ro.flags |= PIN_REGION_NODE | PIN_REGION_ANY_NODE;
+		ro.node = node;
+	}
+	err = pin_region_create(pd, size, &ro, &r);
 	if (err) {
-		fprintf(stderr, "bandwidth: pin_alloc %zu bytes: %s\n", size,
+		fprintf(stderr, "bandwidth: pin_region_create %zu bytes: %s\n", size,
 			pin_dev_error(pd));
 		return 1;
 	}
@@ -235,8 +243,8 @@ int main(int argc, char **argv)
 	pin_cuda_close(pc);
 	cu_check(cuMemFree(dev), "cuMemFree");
 	cu_check(cuDevicePrimaryCtxRelease(cudev), "cuDevicePrimaryCtxRelease");
-	if (pin_region_free(r))
+	if (pin_region_close(r))
 		fprintf(stderr, "bandwidth: free: %s\n", pin_region_error(r));
-	pin_close(pd);
+	pin_dev_close(pd);
 	return 0;
 }

@@ -209,7 +209,7 @@ static void check_case(const struct tracer *t, const char *name,
 
 int main(void)
 {
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct tracer tr;
 	struct pin_region *r;
 	struct pin_dev *dev;
@@ -235,15 +235,15 @@ int main(void)
 	}
 
 	/* 1. The pinmem region. */
-	ret = pin_open(&dev, PIN_BACKEND_DEVICE);
+	ret = pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL);
 	if (ret) {
-		tap(false, "pinmem device: pin_open: %s", strerror(-ret));
+		tap(false, "pinmem device: pin_dev_open: %s", strerror(-ret));
 		goto controls;
 	}
-	ret = pin_alloc(dev, SIZE, 0, &r);
+	ret = pin_region_create(dev, SIZE, NULL, &r);
 	if (ret) {
 		tap(false, "pinmem: 8 MiB region of 2 MiB chunks: %s", pin_dev_error(dev));
-		pin_close(dev);
+		pin_dev_close(dev);
 		goto controls;
 	}
 	if (pin_region_info(r, &info) || pin_region_map(r, &map)) {
@@ -302,8 +302,8 @@ int main(void)
 		}
 	}
 free_region:
-	pin_region_free(r);
-	pin_close(dev);
+	pin_region_close(r);
+	pin_dev_close(dev);
 
 controls:
 	/* 2. Control: a memfd of 4 KiB shmem pages. */

@@ -10,8 +10,10 @@
 
 int main(int argc, char **argv)
 {
-	struct pin_io_opts o = { .flags = PIN_IO_BUFFERED, .request_size = 8192 };
-	struct pin_io_stats st;
+	char why[512];
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why),
+				 .flags = PIN_IO_BUFFERED, .request_size = 8192 };
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	char path[4096];
 	uint8_t *data, *buf;
 	int ret;
@@ -23,8 +25,8 @@ int main(int argc, char **argv)
 	write_file(path, data, SIZE);
 	if (posix_memalign((void **)&buf, 4096, SIZE + 8192))
 		FAIL("posix_memalign");
-	ret = pin_io_read(buf, SIZE + 8192, path, 5000, SIZE - 5000, &o, &st);
-	CHECK(ret == 5000 % 4096, "ret %d: %s", ret, st.error);
+	ret = pin_file_read(buf, SIZE + 8192, path, 5000, SIZE - 5000, &o, &st);
+	CHECK(ret == 5000 % 4096, "ret %d: %s", ret, why);
 	CHECK(!memcmp(buf + ret, data + 5000, SIZE - 5000), "bytes differ");
 	CHECK_EQ(st.direct, 0);
 	CHECK(!strcmp(st.fallback_reason, "buffered I/O asked for") ||

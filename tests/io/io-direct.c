@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * On a filesystem with O_DIRECT, pin_io_read moves the aligned superset of
+ * On a filesystem with O_DIRECT, pin_file_read moves the aligned superset of
  * any byte range with O_DIRECT, the wanted bytes landing at file_off % 4096
  * whatever the queue depth and request size; an unaligned destination falls
  * back to buffered reads and says why.
@@ -34,16 +34,18 @@ int main(int argc, char **argv)
 	for (r = 0; r < sizeof(ranges) / sizeof(ranges[0]); r++)
 	for (q = 0; q < sizeof(qds) / sizeof(qds[0]); q++)
 	for (s = 0; s < sizeof(reqs) / sizeof(reqs[0]); s++) {
-		struct pin_io_opts o = { .queue_depth = qds[q], .request_size = reqs[s] };
-		struct pin_io_stats st;
+		char why[512];
+		struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why),
+					 .queue_depth = qds[q], .request_size = reqs[s] };
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 		uint64_t off = ranges[r][0], len = ranges[r][1];
 		int ret;
 
 		memset(buf, 0xee, SIZE + 8192);
-		ret = pin_io_read(buf, SIZE + 8192, path, off, len, &o, &st);
+		ret = pin_file_read(buf, SIZE + 8192, path, off, len, &o, &st);
 		CHECK(ret == (int)(off % 4096), "read %llu+%llu qd %u req %u: %d: %s",
 		      (unsigned long long)off, (unsigned long long)len, qds[q],
-		      reqs[s], ret, st.error);
+		      reqs[s], ret, why);
 		CHECK(!memcmp(buf + ret, data + off, len), "bytes differ %llu+%llu",
 		      (unsigned long long)off, (unsigned long long)len);
 		CHECK(st.direct == 1, "not O_DIRECT: %s", st.fallback_reason);
@@ -52,13 +54,13 @@ int main(int argc, char **argv)
 		CHECK_EQ(st.queue_depth, qds[q]);
 		CHECK_EQ(st.request_size, reqs[s]);
 		if (len)
-			CHECK(st.requests >= (pin_io_span(off, len) - 4096) / reqs[s],
+			CHECK(st.requests >= (pin_file_span(off, len) - 4096) / reqs[s],
 			      "%llu requests", (unsigned long long)st.requests);
 	}
 	/* An unaligned destination: buffered, said so, same bytes. */
 	{
-		struct pin_io_stats st;
-		int ret = pin_io_read(buf + 1, SIZE + 8000, path, 100, 5000, NULL, &st);
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
+		int ret = pin_file_read(buf + 1, SIZE + 8000, path, 100, 5000, NULL, &st);
 
 		CHECK_EQ(ret, 100);
 		CHECK(!memcmp(buf + 1 + 100, data + 100, 5000), "unaligned dst bytes");

@@ -9,7 +9,9 @@
 int main(int argc, char **argv)
 {
 	const char *dir = test_dir(argc, argv);
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
+	char why[512];
+	struct pin_io_opts wo = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why) };
 	char path[4096], missing[4096];
 	uint8_t data[10000], *buf;
 	int ret;
@@ -21,41 +23,41 @@ int main(int argc, char **argv)
 	if (posix_memalign((void **)&buf, 4096, 1 << 20))
 		FAIL("posix_memalign");
 
-	ret = pin_io_read(buf, 1 << 20, missing, 0, 10, NULL, &st);
+	ret = pin_file_read(buf, 1 << 20, missing, 0, 10, &wo, &st);
 	CHECK_EQ(ret, -ENOENT);
-	CHECK(strstr(st.error, missing) && strstr(st.error, "No such file"),
-	      "error \"%s\"", st.error);
+	CHECK(strstr(why, missing) && strstr(why, "No such file"),
+	      "error \"%s\"", why);
 
 	/* Wanted bytes past the end of the file. */
-	ret = pin_io_read(buf, 1 << 20, path, 5000, 20000, NULL, &st);
+	ret = pin_file_read(buf, 1 << 20, path, 5000, 20000, &wo, &st);
 	CHECK_EQ(ret, -EIO);
-	CHECK(strstr(st.error, path) && strstr(st.error, "end of file at offset 10000") &&
-	      strstr(st.error, "25000"), "error \"%s\"", st.error);
-	printf("# %s\n", st.error);
+	CHECK(strstr(why, path) && strstr(why, "end of file at offset 10000") &&
+	      strstr(why, "25000"), "error \"%s\"", why);
+	printf("# %s\n", why);
 
-	ret = pin_io_read(buf, 4096, path, 100, 5000, NULL, &st);
+	ret = pin_file_read(buf, 4096, path, 100, 5000, &wo, &st);
 	CHECK_EQ(ret, -EINVAL);
-	CHECK(strstr(st.error, "needs 8192"), "error \"%s\"", st.error);
+	CHECK(strstr(why, "needs 8192"), "error \"%s\"", why);
 
 	{
-		struct pin_io_opts o = { .queue_depth = 1000 };
+		struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = 1000, .why = why, .why_len = sizeof(why) };
 
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
-		CHECK(strstr(st.error, "queue depth 1000"), "error \"%s\"", st.error);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(why, "queue depth 1000"), "error \"%s\"", why);
 		o.queue_depth = 0;
 		o.request_size = 1000;
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
-		CHECK(strstr(st.error, "request size 1000"), "error \"%s\"", st.error);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(why, "request size 1000"), "error \"%s\"", why);
 		o.request_size = 0;
 		o.flags = 1u << 7;
-		CHECK_EQ(pin_io_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
-		CHECK(strstr(st.error, "unknown I/O flags"), "error \"%s\"", st.error);
+		CHECK_EQ(pin_file_read(buf, 1 << 20, path, 0, 10, &o, &st), -EINVAL);
+		CHECK(strstr(why, "unknown I/O flags"), "error \"%s\"", why);
 	}
-	CHECK_EQ(pin_io_write(data, 10, path, 100, NULL, &st), -EINVAL);
-	CHECK(strstr(st.error, path) && strstr(st.error, "offset 100"),
-	      "error \"%s\"", st.error);
-	CHECK_EQ(pin_io_read(buf, 1 << 20, dir, 0, 10, NULL, &st), -EINVAL);
-	CHECK(strstr(st.error, "not a regular file"), "error \"%s\"", st.error);
+	CHECK_EQ(pin_file_write(data, 10, path, 100, &wo, &st), -EINVAL);
+	CHECK(strstr(why, path) && strstr(why, "offset 100"),
+	      "error \"%s\"", why);
+	CHECK_EQ(pin_file_read(buf, 1 << 20, dir, 0, 10, &wo, &st), -EINVAL);
+	CHECK(strstr(why, "not a regular file"), "error \"%s\"", why);
 	unlink(path);
 	free(buf);
 	return 0;

@@ -47,9 +47,11 @@ static void mark(const char *path, uint64_t end)
 static void read_span(const char *path, uint64_t off, uint64_t len,
 		      unsigned request_size, size_t misalign)
 {
-	uint64_t span = pin_io_span(off, len);
-	struct pin_io_opts o = { .request_size = request_size };
-	struct pin_io_stats st;
+	uint64_t span = pin_file_span(off, len);
+	char why[512];
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why),
+				 .request_size = request_size };
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	size_t map_len = span + 4096;
 	unsigned long pages;
 	char *map, *buf;
@@ -63,9 +65,10 @@ static void read_span(const char *path, uint64_t off, uint64_t len,
 	mark(path, off + len);
 	reg_set(1);
 	memset(&st, 0, sizeof(st));
-	at = pin_io_read(buf, span, path, off, len, &o, &st);
-	CHECK(at >= 0, "pin_io_read of %llu bytes at %llu: %s",
-	      (unsigned long long)len, (unsigned long long)off, st.error);
+	st.size = sizeof(st);
+	at = pin_file_read(buf, span, path, off, len, &o, &st);
+	CHECK(at >= 0, "pin_file_read of %llu bytes at %llu: %s",
+	      (unsigned long long)len, (unsigned long long)off, why);
 	pages = reg_max_pages();
 	printf("# span %llu MiB + %llu, requests of %u KiB, buffer +%zu: "
 	       "largest registered buffer %lu pages, direct %d; %s\n",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pin_io_write takes any source alignment and length: O_DIRECT from bounce
+ * pin_file_write takes any source alignment and length: O_DIRECT from bounce
  * buffers, the last partial block padded and the file cut back to size when
  * it grows the file, bytes after the range kept when it does not.
  *   io-write DIR
@@ -10,10 +10,12 @@
 int main(int argc, char **argv)
 {
 	static const uint64_t lens[] = { 1, 4095, 4096, 4097, (1u << 20) + 3, 3u << 20 };
-	struct pin_io_opts o = { .queue_depth = 4, .request_size = 64 << 10 };
+	char why[512];
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .why = why, .why_len = sizeof(why),
+				 .queue_depth = 4, .request_size = 64 << 10 };
 	const char *dir = test_dir(argc, argv);
 	int direct = dir_has_odirect(dir);
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	char path[4096];
 	uint8_t *src, *got;
 	size_t i, n;
@@ -24,8 +26,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		unlink(path);
 		/* +1: the source is not aligned. */
-		CHECK(pin_io_write(src + 1, lens[i], path, 0, &o, &st) == 0,
-		      "write %llu: %s", (unsigned long long)lens[i], st.error);
+		CHECK(pin_file_write(src + 1, lens[i], path, 0, &o, &st) == 0,
+		      "write %llu: %s", (unsigned long long)lens[i], why);
 		CHECK_EQ(st.direct, direct);
 		got = read_all(path, &n);
 		CHECK_EQ(n, lens[i]);
@@ -33,14 +35,14 @@ int main(int argc, char **argv)
 		free(got);
 	}
 	/* Rewrite the first 5000 bytes of the 3 MiB file: the rest stays. */
-	CHECK(pin_io_write(src + 7, 5000, path, 0, &o, &st) == 0, "%s", st.error);
+	CHECK(pin_file_write(src + 7, 5000, path, 0, &o, &st) == 0, "%s", why);
 	got = read_all(path, &n);
 	CHECK_EQ(n, 3u << 20);
 	CHECK(!memcmp(got, src + 7, 5000), "rewritten bytes differ");
 	CHECK(!memcmp(got + 5000, src + 1 + 5000, n - 5000), "later bytes clobbered");
 	free(got);
 	/* Past the end at an aligned offset: the file grows. */
-	CHECK(pin_io_write(src, 10, path, 4u << 20, &o, &st) == 0, "%s", st.error);
+	CHECK(pin_file_write(src, 10, path, 4u << 20, &o, &st) == 0, "%s", why);
 	got = read_all(path, &n);
 	CHECK_EQ(n, (4u << 20) + 10);
 	CHECK(!memcmp(got + (4u << 20), src, 10), "appended bytes differ");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Where shmem THP is "advise", portable regions get huge pages: one from
- * pin_alloc() and mapped, and one filled by the loader. Where it
+ * pin_region_create() and mapped, and one filled by the loader. Where it
  * is "never" (the control) they get none, so the check can tell. The test
  * sets the top knob itself and puts it back, so it runs only where that
  * is allowed and harmless: in the test guests (run-tests guest says so).
@@ -84,25 +84,25 @@ static void touch(const void *p, uint64_t len)
 		(void)*(const volatile char *)((const char *)p + off);
 }
 
-/* Huge-mapped kB of a fresh pin_alloc()'d region, mapped. */
+/* Huge-mapped kB of a fresh pin_region_create()'d region, mapped. */
 static long long alloc_kb(struct pin_dev *dev)
 {
 	struct pin_region *r;
 	void *p;
 	long long kb;
 
-	CHECK(pin_alloc(dev, SIZE, 0, &r) == 0, "%s", pin_dev_error(dev));
+	CHECK(pin_region_create(dev, SIZE, NULL, &r) == 0, "%s", pin_dev_error(dev));
 	CHECK(pin_region_map(r, &p) == 0, "%s", pin_region_error(r));
 	touch(p, SIZE);
 	kb = pmd_mapped_kb(p);
-	pin_region_free(r);
+	pin_region_close(r);
 	return kb;
 }
 
 /* Huge-mapped kB of the region a load of path filled. */
 static long long load_kb(struct pin_dev *dev, const char *path)
 {
-	struct pin_st *ld = pin_st_new();
+	struct pin_st *ld = pin_st_create();
 	void *p;
 	long long kb;
 
@@ -111,7 +111,7 @@ static long long load_kb(struct pin_dev *dev, const char *path)
 	CHECK(pin_region_map(pin_st_region(ld, 0), &p) == 0, "map");
 	touch(p, SIZE);
 	kb = pmd_mapped_kb(p);
-	pin_st_free(ld);
+	pin_st_close(ld);
 	return kb;
 }
 
@@ -119,6 +119,7 @@ int main(int argc, char **argv)
 {
 	uint64_t shape[1] = { SIZE };
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE,
 	};
@@ -133,9 +134,9 @@ int main(int argc, char **argv)
 	if (!knob_get(knob_was, sizeof(knob_was)))
 		SKIP("no %s (a kernel without THP)", KNOB);
 	atexit(knob_restore);
-	CHECK(pin_open(&dev, PIN_BACKEND_PORTABLE) == 0, "portable backend");
+	CHECK(pin_dev_open(&dev, PIN_BACKEND_PORTABLE, NULL) == 0, "portable backend");
 	data = malloc(SIZE);
-	ck = pin_st_new();
+	ck = pin_st_create();
 	CHECK(data && ck, "memory");
 	fill(data, SIZE, 5);
 	t.data = data;
@@ -154,11 +155,11 @@ int main(int argc, char **argv)
 	       SIZE >> 10, a_advise, l_advise, a_never, l_never);
 	CHECK(a_never == 0 && l_never == 0,
 	      "huge pages under \"never\": the check cannot tell");
-	CHECK(a_advise > 0, "pin_alloc under \"advise\": no huge page");
+	CHECK(a_advise > 0, "pin_region_create under \"advise\": no huge page");
 	CHECK(l_advise > 0, "a load under \"advise\": no huge page");
 
-	pin_close(dev);
-	pin_st_free(ck);
+	pin_dev_close(dev);
+	pin_st_close(ck);
 	unlink(path);
 	free(data);
 	printf("ok\n");

@@ -33,7 +33,7 @@ static size_t check_manifest(struct pin_st *ck, const char *dir, int sharded)
 		FAIL("%s: %s", path, strerror(errno));
 	while (fgets(line, sizeof(line), m)) {
 		char file[1024], dt[1024], shp[1024], name[1024];
-		struct pin_st_tensor t;
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		uint64_t shape[16];
 		int nd, i;
 		char *sp, *last;
@@ -84,7 +84,7 @@ static void check_sealed(struct pin_st *ck)
 	size_t f;
 
 	for (f = 0; f < pin_st_file_count(ck); f++) {
-		struct pin_region_info ri;
+		struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 
 		CHECK_EQ(pin_region_info(pin_st_region(ck, f), &ri), 0);
 		CHECK(ri.state == PIN_STATE_SEALED, "%s: region state %s",
@@ -100,7 +100,8 @@ int main(int argc, char **argv)
 		"big.safetensors",
 	};
 	static const size_t counts[] = { 24, 2, 0, 2, 3 };
-	struct pin_io_opts o = { .queue_depth = 3, .request_size = 64 << 10 };
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .queue_depth = 3, .request_size = 64 << 10 };
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
 	const char *dir = argc > 1 ? argv[1] : NULL;
 	char path[4096];
 	struct pin_dev *dev;
@@ -110,13 +111,13 @@ int main(int argc, char **argv)
 
 	if (!dir)
 		FAIL("usage: st-load-fixtures DIR");
-	ret = pin_open(&dev, PIN_BACKEND_AUTO);
-	CHECK(ret == 0, "pin_open: %s", strerror(-ret));
+	ret = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
+	CHECK(ret == 0, "pin_dev_open: %s", strerror(-ret));
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		struct pin_st *ck = pin_st_new();
+		struct pin_st *ck = pin_st_create();
 
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-		ret = pin_st_load(ck, dev, path, &o);
+		ret = pin_st_load(ck, dev, path, &lo);
 		CHECK(ret == 0, "load %s: %s", path, pin_st_error(ck));
 		CHECK_EQ(pin_st_count(ck), counts[i]);
 		CHECK_EQ(check_manifest(ck, dir, 0), counts[i]);
@@ -132,11 +133,11 @@ int main(int argc, char **argv)
 		}
 		if (i == 1)
 			CHECK_EQ(pin_st_metadata_count(ck), 0);
-		pin_st_free(ck);
+		pin_st_close(ck);
 	}
 
 	/* The sharded checkpoint, through its index. */
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
 	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
 	ret = pin_st_load(ck, dev, path, NULL);
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
 	pin_st_metadata(ck, 1, &k, &v);
 	CHECK(!strcmp(k, "total_size") && !strcmp(v, "13182"), "%s=%s", k, v);
 	CHECK_EQ(pin_st_load(ck, dev, path, NULL), -EBUSY);
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	return 0;
 }

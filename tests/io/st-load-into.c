@@ -18,7 +18,8 @@ static void same_bytes(struct pin_st *a, struct pin_st *b)
 
 	CHECK_EQ(pin_st_count(a), pin_st_count(b));
 	for (i = 0; i < pin_st_count(a); i++) {
-		struct pin_st_tensor x, y;
+		struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
+		struct pin_st_tensor y = PIN_INIT(struct pin_st_tensor);
 
 		pin_st_tensor(a, i, &x);
 		CHECK(pin_st_find(b, x.name, &y) == 0, "%s lost", x.name);
@@ -35,7 +36,7 @@ static int alloc_retry(struct pin_dev *dev, uint64_t size,
 	int i, ret = -EINTR;
 
 	for (i = 0; i < 5 && ret == -EINTR; i++)
-		ret = pin_alloc(dev, size, 0, rp);
+		ret = pin_region_create(dev, size, NULL, rp);
 	return ret;
 }
 
@@ -43,9 +44,9 @@ static void fill_at(struct pin_dev *dev, const char *path,
 		    struct pin_st *ref)
 {
 	struct pin_region *r;
-	struct pin_region_info ri;
-	struct pin_st *ck = pin_st_new();
-	struct pin_st_tensor t;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_st *ck = pin_st_create();
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	unsigned char *own;
 	uint64_t off = 3 * 4096, i;
 	int ret;
@@ -68,8 +69,8 @@ static void fill_at(struct pin_dev *dev, const char *path,
 	      "state %d after the load", ri.state);
 	/* Used checkpoint, offsets, room, an index, a sealed region. */
 	CHECK_EQ(pin_st_load_into(ck, r, off, path, NULL), -EBUSY);
-	pin_st_free(ck);
-	ck = pin_st_new();
+	pin_st_close(ck);
+	ck = pin_st_create();
 	CHECK_EQ(pin_st_load_into(ck, r, 100, path, NULL), -EINVAL);
 	CHECK(strstr(pin_st_error(ck), "not a multiple of 4096"), "%s",
 	      pin_st_error(ck));
@@ -80,28 +81,42 @@ static void fill_at(struct pin_dev *dev, const char *path,
 	CHECK_EQ(pin_st_count(ck), 0);
 	CHECK_EQ(pin_st_load_into(ck, r, 0, "x.safetensors.index.json", NULL),
 		 -EINVAL);
-	CHECK(pin_seal(r) == 0, "%s", pin_region_error(r));
+	{
+		struct pin_region_opts ro = PIN_INIT(struct pin_region_opts);
+		struct pin_st_load_opts lo = { .size = sizeof(lo), .region = &ro };
+
+		/* The region is the caller's: no options to make one with. */
+		CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+		CHECK(strstr(pin_st_error(ck), "no region options"), "%s",
+		      pin_st_error(ck));
+		lo.region = NULL;
+		lo.size = 4;
+		CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+		CHECK_EQ(pin_st_count(ck), 0);
+	}
+	CHECK(pin_region_seal(r) == 0, "%s", pin_region_error(r));
 	CHECK_EQ(pin_st_load_into(ck, r, 0, path, NULL), -EPERM);
 	CHECK(strstr(pin_st_error(ck), "is sealed"), "%s", pin_st_error(ck));
 	if (pin_dev_backend(dev) == PIN_BACKEND_DEVICE) {
 		/* The seed's case: donated, reopened, refilled. */
 		memset(own, 0, 8 << 20);
-		CHECK(pin_donate(r, 0) == 0, "%s", pin_region_error(r));
-		CHECK(pin_reopen(r) == 0, "%s", pin_region_error(r));
+		CHECK(pin_region_donate(r, 0) == 0, "%s", pin_region_error(r));
+		CHECK(pin_region_reopen(r) == 0, "%s", pin_region_error(r));
 		CHECK(pin_st_load_into(ck, r, 0, path, NULL) == 0, "%s",
 		      pin_st_error(ck));
 		same_bytes(ref, ck);
 	}
-	pin_st_free(ck);
-	CHECK(pin_region_free(r) == 0, "free");
+	pin_st_close(ck);
+	CHECK(pin_region_close(r) == 0, "free");
 }
 
 static void take(struct pin_dev *dev, const char *path, struct pin_st *ref)
 {
-	struct pin_st *ck = pin_st_new();
-	struct pin_st_tensor t, u;
+	struct pin_st *ck = pin_st_create();
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_st_tensor u = PIN_INIT(struct pin_st_tensor);
 	struct pin_region *r;
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	unsigned char *map;
 
 	CHECK(pin_st_load(ck, dev, path, NULL) == 0, "%s", pin_st_error(ck));
@@ -111,36 +126,36 @@ static void take(struct pin_dev *dev, const char *path, struct pin_st *ref)
 	CHECK(pin_st_take_region(ck, 1) == NULL, "file 1 of 1");
 	pin_st_tensor(ck, 0, &t);
 	CHECK(pin_st_find(ref, t.name, &u) == 0, "%s", t.name);
-	pin_st_free(ck);		/* the region is ours now */
+	pin_st_close(ck);		/* the region is ours now */
 	CHECK(pin_region_info(r, &ri) == 0 && ri.state == PIN_STATE_SEALED,
 	      "state %d", ri.state);
 	CHECK(pin_region_map(r, (void **)&map) == 0, "%s", pin_region_error(r));
 	CHECK(!u.nbytes || !memcmp(map + t.region_offset, u.data, u.nbytes),
 	      "%s: bytes differ in the taken region", t.name);
-	CHECK(pin_region_free(r) == 0, "free");
+	CHECK(pin_region_close(r) == 0, "free");
 }
 
 int main(int argc, char **argv)
 {
 	struct pin_dev *dev;
-	struct pin_st *ref = pin_st_new();
+	struct pin_st *ref = pin_st_create();
 	char path[4096];
 
 	if (argc != 2)
 		FAIL("usage: st-load-into FIXTURE-DIR");
 	snprintf(path, sizeof(path), "%s/unaligned.safetensors", argv[1]);
-	CHECK(pin_open(&dev, PIN_BACKEND_AUTO) == 0, "pin_open");
+	CHECK(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL) == 0, "pin_dev_open");
 	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
 	fill_at(dev, path, ref);
 	snprintf(path, sizeof(path), "%s/alldtypes.safetensors", argv[1]);
-	pin_st_free(ref);
-	ref = pin_st_new();
+	pin_st_close(ref);
+	ref = pin_st_create();
 	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
 	fill_at(dev, path, ref);
 	take(dev, path, ref);
 	printf("st-load-into: filled at an offset, refusals named, region taken (%s)\n",
 	       pin_backend_name(pin_dev_backend(dev)));
-	pin_st_free(ref);
-	pin_close(dev);
+	pin_st_close(ref);
+	pin_dev_close(dev);
 	return 0;
 }

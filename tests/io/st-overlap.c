@@ -101,15 +101,17 @@ int main(int argc, char **argv)
 	uint64_t shape[1] = { SIZE };
 	uint8_t *data = malloc(SIZE);
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE, .data = data,
 	};
-	struct pin_io_opts o = { .request_size = REQ };
-	struct pin_st *ck = pin_st_new(), *ld;
-	struct pin_st_step steps[64];
-	struct pin_region_info ri;
-	struct pin_dev_info di;
-	struct pin_st_tensor got;
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .request_size = REQ };
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
+	struct pin_st *ck = pin_st_create(), *ld;
+	struct pin_st_step steps[64] = { { .size = sizeof(struct pin_st_step) } };
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_dev_info di = PIN_INIT(struct pin_dev_info);
+	struct pin_st_tensor got = PIN_INIT(struct pin_st_tensor);
 	struct pin_dev *dev;
 	long long lck;
 	int n, portable, stepwise, kfill;
@@ -124,11 +126,11 @@ int main(int argc, char **argv)
 	CHECK_EQ(pin_st_timeline(ck, NULL, 1), -EINVAL);
 	CHECK_EQ(pin_st_timeline(NULL, steps, 64), -EINVAL);
 
-	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
+	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
 	portable = pin_dev_backend(dev) == PIN_BACKEND_PORTABLE;
 	CHECK_EQ(pin_dev_info(dev, &di), 0);
-	ld = pin_st_new();
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	ld = pin_st_create();
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	n = pin_st_timeline(ld, NULL, 0);
 	CHECK(n > 1 && n <= 64, "%d steps", n);
 	CHECK_EQ(pin_st_timeline(ld, steps, 64), n);
@@ -150,13 +152,13 @@ int main(int argc, char **argv)
 	else
 		printf("# locked pages not checked (not root, or mlock intercepted by the sanitizer)\n");
 
-	pin_st_free(ld);
+	pin_st_close(ld);
 
 	if (kfill) {
 		/* The module's FILL declined: io_uring reads, step by step. */
 		o.flags = PIN_IO_NO_KERNEL_FILL;
-		ld = pin_st_new();
-		CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s",
+		ld = pin_st_create();
+		CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s",
 		      pin_st_error(ld));
 		n = pin_st_timeline(ld, steps, 64);
 		CHECK(n > 1 && n <= 64, "%d steps", n);
@@ -165,13 +167,13 @@ int main(int argc, char **argv)
 		CHECK_EQ(pin_st_find(ld, "w", &got), 0);
 		CHECK(!memcmp(got.data, data, SIZE),
 		      "the loaded bytes differ (no kernel fill)");
-		pin_st_free(ld);
+		pin_st_close(ld);
 	}
 
 	/* PIN_IO_PIN_FIRST: all of it pinned before the first read. */
 	o.flags = PIN_IO_PIN_FIRST;
-	ld = pin_st_new();
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	ld = pin_st_create();
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	n = pin_st_timeline(ld, steps, 64);
 	CHECK(n > 0 && n <= 64, "%d steps", n);
 	CHECK(steps[n - 1].pin_end_ns <= steps[0].read_begin_ns,
@@ -179,9 +181,9 @@ int main(int argc, char **argv)
 	      (long long)(steps[n - 1].pin_end_ns - steps[0].read_begin_ns));
 	CHECK_EQ(pin_st_find(ld, "w", &got), 0);
 	CHECK(!memcmp(got.data, data, SIZE), "the loaded bytes differ (pin first)");
-	pin_st_free(ld);
-	pin_close(dev);
-	pin_st_free(ck);
+	pin_st_close(ld);
+	pin_dev_close(dev);
+	pin_st_close(ck);
 	unlink(path);
 	free(data);
 	printf("ok\n");

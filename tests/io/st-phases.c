@@ -16,12 +16,13 @@ int main(int argc, char **argv)
 	uint64_t shape[1] = { SIZE };
 	uint8_t *data = malloc(SIZE);
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE, .data = data,
 	};
-	struct pin_st *ck = pin_st_new(), *ld;
-	struct pin_st_phases ph;
-	struct pin_io_stats st;
+	struct pin_st *ck = pin_st_create(), *ld;
+	struct pin_st_phases ph = PIN_INIT(struct pin_st_phases);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct pin_dev *dev;
 
 	CHECK(data && ck, "memory");
@@ -31,12 +32,13 @@ int main(int argc, char **argv)
 	CHECK(pin_st_save(ck, path, &t, 1, NULL, NULL, 0, NULL) == 0, "%s",
 	      pin_st_error(ck));
 	memset(&ph, 0xff, sizeof(ph));
+	ph.size = sizeof(ph);
 	CHECK_EQ(pin_st_phases(ck, &ph), 0);
 	CHECK(!ph.alloc_ns && !ph.pin_ns && !ph.transfer_ns && !ph.seal_ns,
 	      "a save left phases");
 
-	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
-	ld = pin_st_new();
+	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
+	ld = pin_st_create();
 	CHECK(pin_st_load(ld, dev, path, NULL) == 0, "%s", pin_st_error(ld));
 	CHECK_EQ(pin_st_phases(ld, &ph), 0);
 	CHECK_EQ(pin_st_stats(ld, &st), 0);
@@ -53,9 +55,9 @@ int main(int argc, char **argv)
 			     ph.transfer_ns) + ph.seal_ns <= st.ns,
 	      "the phases add up to more than the load");
 
-	pin_st_free(ld);
-	pin_close(dev);
-	pin_st_free(ck);
+	pin_st_close(ld);
+	pin_dev_close(dev);
+	pin_st_close(ck);
 	unlink(path);
 	free(data);
 	printf("ok\n");

@@ -46,17 +46,18 @@ static void load_failing(struct pin_dev *dev, const char *path,
 			 const uint8_t *data, unsigned long req,
 			 const char *name, unsigned flags)
 {
-	struct pin_io_opts o = { .flags = flags };
-	struct pin_region_info ri;
-	struct pin_io_stats st;
-	struct pin_st_tensor got;
-	struct pin_st *ld = pin_st_new();
+	struct pin_io_opts o = { .size = sizeof(struct pin_io_opts), .flags = flags };
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = &o };
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
+	struct pin_st_tensor got = PIN_INIT(struct pin_st_tensor);
+	struct pin_st *ld = pin_st_create();
 
 	CHECK(ld, "memory");
 	fail_req = req;
 	calls = 0;
 	fail_at = 2;
-	CHECK(pin_st_load(ld, dev, path, &o) == 0, "%s", pin_st_error(ld));
+	CHECK(pin_st_load(ld, dev, path, &lo) == 0, "%s", pin_st_error(ld));
 	CHECK(calls >= 2, "%d %s calls: the load was not lazy", calls, name);
 	CHECK_EQ(pin_st_stats(ld, &st), 0);
 	CHECK(strstr(st.fallback_reason, "no 2 MiB pages left while loading"),
@@ -70,7 +71,7 @@ static void load_failing(struct pin_dev *dev, const char *path,
 	printf("# %s %d failed; loaded again into a region allocated whole: \"%s\"\n",
 	       name, fail_at, st.fallback_reason);
 	fail_req = 0;
-	pin_st_free(ld);
+	pin_st_close(ld);
 }
 
 int main(int argc, char **argv)
@@ -79,25 +80,26 @@ int main(int argc, char **argv)
 	uint64_t shape[1] = { SIZE };
 	uint8_t *data;
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = SIZE,
 	};
 	struct pin_st *ck;
-	struct pin_dev_info di;
+	struct pin_dev_info di = PIN_INIT(struct pin_dev_info);
 	struct pin_dev *dev;
 
-	if (pin_open(&dev, PIN_BACKEND_DEVICE)) {
+	if (pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL)) {
 		printf("SKIP: no /dev/pinmem here\n");
 		return 77;
 	}
 	CHECK_EQ(pin_dev_info(dev, &di), 0);
 	if (di.abi_version < 4) {
 		printf("SKIP: module ABI %u has no ALLOC_LAZY\n", di.abi_version);
-		pin_close(dev);
+		pin_dev_close(dev);
 		return 77;
 	}
 	data = malloc(SIZE);
-	ck = pin_st_new();
+	ck = pin_st_create();
 	CHECK(data && ck, "memory");
 	t.data = data;
 	snprintf(path, sizeof(path), "%s/st-populate-enomem-%d.safetensors",
@@ -114,8 +116,8 @@ int main(int argc, char **argv)
 		printf("# module ABI %u has no FILL: not tried\n",
 		       di.abi_version);
 
-	pin_close(dev);
-	pin_st_free(ck);
+	pin_dev_close(dev);
+	pin_st_close(ck);
 	unlink(path);
 	free(data);
 	printf("ok\n");

@@ -55,7 +55,7 @@ static void expected(const struct ref *r, uint8_t *out)
 static void check_tensor(struct pin_st *ck, const struct ref *r,
 			 const char *file)
 {
-	struct pin_st_tensor t;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	uint8_t want[48];
 
 	CHECK(pin_st_find(ck, r->code, &t) == 0, "%s: no tensor %s", file,
@@ -92,11 +92,11 @@ int main(int argc, char **argv)
 		dir = argv[1];
 	if (!dir || stat(dir, &sb) < 0)
 		SKIP("reference fixtures absent (%s)", dir ? dir : "no directory given");
-	ret = pin_open(&dev, PIN_BACKEND_AUTO);
-	CHECK(ret == 0, "pin_open: %s", strerror(-ret));
+	ret = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
+	CHECK(ret == 0, "pin_dev_open: %s", strerror(-ret));
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
-		struct pin_st *ck = pin_st_new();
-		struct pin_io_stats st;
+		struct pin_st *ck = pin_st_create();
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 
 		snprintf(path, sizeof(path), "%s/%s.safetensors", dir, refs[i].code);
 		ret = pin_st_load(ck, dev, path, NULL);
@@ -106,10 +106,10 @@ int main(int argc, char **argv)
 		check_meta(ck, path);
 		pin_st_stats(ck, &st);
 		printf("# %s: %s\n", path, st.direct ? "O_DIRECT" : st.fallback_reason);
-		pin_st_free(ck);
+		pin_st_close(ck);
 		loaded++;
 	}
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
 	snprintf(path, sizeof(path), "%s/overall.safetensors", dir);
 	ret = pin_st_load(ck, dev, path, NULL);
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
 		check_tensor(ck, &refs[i], path);
 	check_meta(ck, path);
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	printf("# %zu + 1 reference files loaded\n", loaded);
 	return 0;
 }

@@ -16,7 +16,8 @@ static void same(struct pin_st *a, struct pin_st *b, const char *what)
 
 	CHECK_EQ(pin_st_count(a), pin_st_count(b));
 	for (i = 0; i < pin_st_count(a); i++) {
-		struct pin_st_tensor x, y;
+		struct pin_st_tensor x = PIN_INIT(struct pin_st_tensor);
+		struct pin_st_tensor y = PIN_INIT(struct pin_st_tensor);
 
 		pin_st_tensor(a, i, &x);
 		CHECK(pin_st_find(b, x.name, &y) == 0, "%s: %s lost", what, x.name);
@@ -58,11 +59,11 @@ static void check_layout(const char *path)
 
 static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 {
-	struct pin_st *a = pin_st_new(), *b = pin_st_new();
+	struct pin_st *a = pin_st_create(), *b = pin_st_create();
 	size_t n, m, i;
 	struct pin_st_tensor *t;
 	const char **k, **v;
-	struct pin_io_stats st;
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 
 	CHECK(pin_st_load(a, dev, in, NULL) == 0, "load %s: %s", in, pin_st_error(a));
 	n = pin_st_count(a);
@@ -71,6 +72,7 @@ static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 	k = calloc(m + 1, sizeof(char *));
 	v = calloc(m + 1, sizeof(char *));
 	for (i = 0; i < n; i++) {
+		t[i].size = sizeof(t[i]);
 		pin_st_tensor(a, i, &t[i]);
 		/* Half from regions, half from plain pointers. */
 		if (i % 2)
@@ -91,8 +93,8 @@ static void roundtrip(struct pin_dev *dev, const char *in, const char *out)
 	free(t);
 	free(k);
 	free(v);
-	pin_st_free(a);
-	pin_st_free(b);
+	pin_st_close(a);
+	pin_st_close(b);
 }
 
 int main(int argc, char **argv)
@@ -108,13 +110,13 @@ int main(int argc, char **argv)
 
 	if (argc < 3)
 		FAIL("usage: st-roundtrip FIXTURE-DIR OUT-DIR");
-	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
+	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(in, sizeof(in), "%s/%s", argv[1], files[i]);
 		snprintf(out, sizeof(out), "%s/saved-%s%s", argv[2], files[i],
 			 strstr(files[i], ".json") ? ".safetensors" : "");
 		roundtrip(dev, in, out);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -24,7 +24,7 @@ static int cases;
 static void expect(const char *what, const uint8_t *buf, size_t len,
 		   const char *w1, const char *w2)
 {
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	int ret = pin_st_parse_buffer(ck, buf, len, "t.safetensors");
 	const char *e = pin_st_error(ck);
 
@@ -36,7 +36,7 @@ static void expect(const char *what, const uint8_t *buf, size_t len,
 		     what, e, w1, w2 ? w2 : "");
 	CHECK_EQ(pin_st_count(ck), 0);
 	printf("# %-28s %s\n", what, e);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	cases++;
 }
 
@@ -58,18 +58,18 @@ int main(void)
 
 	/* Sanity: a valid file parses. */
 	{
-		struct pin_st *ck = pin_st_new();
+		struct pin_st *ck = pin_st_create();
 		const char *ok = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}  ";
 
 		len = build(buf, strlen(ok), ok, 8);
 		CHECK(pin_st_parse_buffer(ck, buf, len, "ok") == 0, "%s",
 		      pin_st_error(ck));
-		pin_st_free(ck);
+		pin_st_close(ck);
 	}
 	/* So does MLX's null metadata (none), and safetensors 0.8's FNUZ. */
 	{
-		struct pin_st *ck = pin_st_new();
-		struct pin_st_tensor t;
+		struct pin_st *ck = pin_st_create();
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 		const char *ok = "{\"__metadata__\":null,\"a\":{\"dtype\":\"F8_E5M2FNUZ\",\"shape\":[2],\"data_offsets\":[0,2]}}";
 
 		len = build(buf, strlen(ok), ok, 2);
@@ -80,7 +80,7 @@ int main(void)
 		CHECK_EQ(t.dtype, PIN_DT_F8_E5M2FNUZ);
 		CHECK(!strcmp(pin_dtype_name(PIN_DT_F8_E4M3FNUZ), "F8_E4M3FNUZ"),
 		      "%s", pin_dtype_name(PIN_DT_F8_E4M3FNUZ));
-		pin_st_free(ck);
+		pin_st_close(ck);
 	}
 	expect("file under 8 bytes", buf, 5, "shorter than the 8-byte", NULL);
 	len = build(buf, 100000001ULL, "{}", 0);

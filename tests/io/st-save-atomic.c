@@ -32,10 +32,11 @@ int main(int argc, char **argv)
 	uint64_t shape[1] = { 100000 };
 	uint8_t *data = malloc(100000);
 	struct pin_st_tensor t = {
+		.size = sizeof(struct pin_st_tensor),
 		.name = "w", .dtype = PIN_DT_U8, .ndim = 1, .shape = shape,
 		.nbytes = 100000, .data = data,
 	};
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	struct stat a, b;
 	size_t n;
 	uint8_t *f;
@@ -94,6 +95,6 @@ int main(int argc, char **argv)
 	unlink(path);
 	rmdir(dir);
 	free(data);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return 0;
 }

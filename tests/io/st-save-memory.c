@@ -19,7 +19,7 @@ int main(int argc, char **argv)
 	const char *mk[] = { "quote\"back\\slash", "ctl\x01", "utf8 \xc3\xa9" };
 	const char *mv[] = { "v\n1", "", "\xe2\x82\xac" };
 	char path[4096];
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	struct stat sb;
 	size_t i, n = 0, len;
 	uint8_t *file;
@@ -28,6 +28,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/st-mem-%d.safetensors", test_dir(argc, argv),
 		 (int)getpid());
 	memset(t, 0, sizeof(t));
+	t[0].size = sizeof(t[0]);
 	for (dt = 1; dt < PIN_DT_COUNT; dt++, n++) {
 		unsigned bits = pin_dtype_bits(dt);
 
@@ -41,18 +42,18 @@ int main(int argc, char **argv)
 		t[n].nbytes = 3 * shapes[n][1] * bits / 8;
 	}
 	snprintf(names[n], 32, "scalar");
-	t[n] = (struct pin_st_tensor){ .name = names[n], .dtype = PIN_DT_F64, .nbytes = 8 };
+	t[n] = (struct pin_st_tensor){ .size = sizeof(struct pin_st_tensor), .name = names[n], .dtype = PIN_DT_F64, .nbytes = 8 };
 	n++;
 	snprintf(names[n], 32, "zero");
 	shapes[n][0] = 0;
-	t[n] = (struct pin_st_tensor){ .name = names[n], .dtype = PIN_DT_U16, .ndim = 1,
+	t[n] = (struct pin_st_tensor){ .size = sizeof(struct pin_st_tensor), .name = names[n], .dtype = PIN_DT_U16, .ndim = 1,
 				       .shape = shapes[n], .nbytes = 0 };
 	n++;
 	snprintf(names[n], 32, "zero2");
 	shapes[n][0] = 7;
 	shapes[n][1] = 0;
 	shapes[n][2] = 9;
-	t[n] = (struct pin_st_tensor){ .name = names[n], .dtype = PIN_DT_C64, .ndim = 3,
+	t[n] = (struct pin_st_tensor){ .size = sizeof(struct pin_st_tensor), .name = names[n], .dtype = PIN_DT_C64, .ndim = 3,
 				       .shape = shapes[n], .nbytes = 0 };
 	n++;
 	for (i = 0; i < n; i++) {
@@ -69,7 +70,7 @@ int main(int argc, char **argv)
 		      pin_st_error(ck));
 		file = read_all(path, &len);
 		{
-			struct pin_st *rd = pin_st_new();
+			struct pin_st *rd = pin_st_create();
 			const char *k, *v;
 
 			CHECK(pin_st_parse_buffer(rd, file, len, path) == 0, "%s",
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
 				      "metadata %zu: %s=%s", i, k, v);
 			}
 			for (i = 0; i < n; i++) {
-				struct pin_st_tensor g;
+				struct pin_st_tensor g = PIN_INIT(struct pin_st_tensor);
 				unsigned d;
 
 				pin_st_tensor(rd, i, &g);
@@ -99,7 +100,7 @@ int main(int argc, char **argv)
 				if (i == 0)
 					CHECK_EQ(g.file_offset % 4096, 0);
 			}
-			pin_st_free(rd);
+			pin_st_close(rd);
 		}
 		free(file);
 	}
@@ -139,6 +140,6 @@ int main(int argc, char **argv)
 	unlink(path);
 	for (i = 0; i < n; i++)
 		free(t[i].data);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return 0;
 }

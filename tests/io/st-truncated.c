@@ -25,9 +25,9 @@ int main(int argc, char **argv)
 	cuts[2] = 8 + hl / 2;
 	cuts[3] = 8 + hl + 1;
 	cuts[4] = n - 1;
-	CHECK_EQ(pin_open(&dev, PIN_BACKEND_AUTO), 0);
+	CHECK_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), 0);
 	for (i = 0; i < 5; i++) {
-		struct pin_st *ck = pin_st_new();
+		struct pin_st *ck = pin_st_create();
 		int ret;
 
 		write_file(out, b, cuts[i]);
@@ -40,10 +40,10 @@ int main(int argc, char **argv)
 		CHECK(strstr(pin_st_error(ck), out), "error \"%s\"", pin_st_error(ck));
 		CHECK_EQ(pin_st_count(ck), 0);
 		CHECK_EQ(pin_st_file_count(ck), 0);
-		pin_st_free(ck);
+		pin_st_close(ck);
 	}
 	unlink(out);
 	free(b);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -8,7 +8,6 @@
  * so that they are still counting.* in the TAP.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -397,6 +396,11 @@ TEST_F(counting, holders_answer_while_mappings_keep_coming)
 	m.vfd = pm_view(rfd, 0, 2 * MiB, 0);
 	q.holders_ptr = (uintptr_t)h;
 	ASSERT_EQ(0, pthread_create(&t, NULL, map_more, &m));
+	/* The first call must find a mapping to count (10 s at most). */
+	for (int i = 0; i < 10000 &&
+	     !__atomic_load_n(&m.made, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ASSERT_LT(0, __atomic_load_n(&m.made, __ATOMIC_ACQUIRE));
 	for (calls = 0; calls < 200 &&
 	     __atomic_load_n(&m.made, __ATOMIC_ACQUIRE) < MAPPER_MAX; calls++) {
 		memset(h, 0, 8192 * sizeof(*h));

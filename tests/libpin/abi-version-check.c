@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pin_open checks the module's ABI: -EPROTO when the module only serves
+ * pin_dev_open checks the module's ABI: -EPROTO when the module only serves
  * newer libraries (abi_min_compat > ours) or is older than we accept
  * (abi_version < our minimum), even for AUTO (no silent fallback), with
  * nothing left open; a newer module that still serves us is
@@ -44,17 +44,17 @@ static int try_open(uint32_t version, uint32_t min_compat, int backend)
 	fake.abi_min_compat = min_compat;
 	fake.chunk_size = PINMEM_CHUNK_SIZE;
 	faking = 1;
-	ret = pin_open(&dev, backend);
+	ret = pin_dev_open(&dev, backend, NULL);
 	faking = 0;
 	if (ret == 0 && backend == PIN_BACKEND_PORTABLE) {
-		pin_close(dev);
+		pin_dev_close(dev);
 	} else if (ret == 0) {
-		struct pin_dev_info info;
+		struct pin_dev_info info = PIN_INIT(struct pin_dev_info);
 
 		CHECK_OK(pin_dev_info(dev, &info), pin_dev_error(dev));
 		EXPECT_EQ(info.abi_version, version);
 		EXPECT_EQ(info.abi_min_compat, min_compat);
-		pin_close(dev);
+		pin_dev_close(dev);
 	} else {
 		EXPECT_TRUE(dev == NULL);
 	}
@@ -71,8 +71,8 @@ int main(void)
 		SKIP("needs %s (the module) to fake its version answer",
 		     PINMEM_DEVICE_PATH);
 	/* The real module answers and fits. */
-	CHECK_OK(pin_open(&dev, PIN_BACKEND_DEVICE), "real module");
-	pin_close(dev);
+	CHECK_OK(pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL), "real module");
+	pin_dev_close(dev);
 
 	before = t_count_fds();
 	EXPECT_EQ(try_open(PINMEM_ABI_VERSION, PINMEM_ABI_VERSION, PIN_BACKEND_DEVICE), 0);

@@ -17,7 +17,7 @@ int main(void)
 	void *again;
 	size_t i;
 
-	CHECK_OK(pin_alloc(dev, MiB(4), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(4), NULL, &r), pin_dev_error(dev));
 	EXPECT_TRUE(pin_region_size(r) >= MiB(4));
 	EXPECT_TRUE(pin_region_id(r) != 0);
 	EXPECT_TRUE(pin_region_fd(r) >= 0);
@@ -55,7 +55,7 @@ int main(void)
 	pin_view_close(rw);
 	pin_view_close(ro);
 	CHECK_OK(pin_region_unmap(r), pin_region_error(r));
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

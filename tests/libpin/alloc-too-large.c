@@ -20,7 +20,7 @@ int main(void)
 	EXPECT_EQ(sysinfo(&si), 0);
 	ram = (uint64_t)si.totalram * si.mem_unit;
 
-	ret = pin_alloc(dev, 1ULL << 62, 0, &r);
+	ret = pin_region_create(dev, 1ULL << 62, NULL, &r);
 	EXPECT_TRUE(r == NULL);
 	if (pin_dev_backend(dev) == PIN_BACKEND_DEVICE) {
 		/* Over the module's max_region_bytes: the ABI says EINVAL. */
@@ -29,11 +29,11 @@ int main(void)
 		EXPECT_EQ(ret, -ENOMEM);
 		EXPECT_CONTAINS(pin_dev_error(dev), "memory");
 		/* Just over the machine's RAM: still refused, not attempted. */
-		EXPECT_EQ(pin_alloc(dev, ram + MiB(2), 0, &r), -ENOMEM);
+		EXPECT_EQ(pin_region_create(dev, ram + MiB(2), NULL, &r), -ENOMEM);
 	}
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

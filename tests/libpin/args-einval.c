@@ -7,23 +7,26 @@
 
 int main(void)
 {
+	const struct pin_region_opts unknown_flag = {
+		.size = sizeof(unknown_flag), .flags = 0x80,
+	};
 	struct pin_dev *dev = t_open(0);
 	struct pin_region *r = (struct pin_region *)1, *r2;
 	struct pin_view *v = (struct pin_view *)1, *ok;
-	struct pin_holder h;
+	struct pin_holder h = PIN_INIT(struct pin_holder);
 	char buf[8];
 	void *p;
 	long page = sysconf(_SC_PAGESIZE);
 
-	EXPECT_EQ(pin_alloc(dev, 0, 0, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, 0, NULL, &r), -EINVAL);
 	EXPECT_TRUE(r == NULL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "size 0");
-	EXPECT_EQ(pin_alloc(dev, MiB(2), 0x80, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &unknown_flag, &r), -EINVAL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "flags");
-	EXPECT_EQ(pin_alloc(NULL, MiB(2), 0, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc(dev, MiB(2), 0, NULL), -EINVAL);
+	EXPECT_EQ(pin_region_create(NULL, MiB(2), NULL, &r), -EINVAL);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), NULL, NULL), -EINVAL);
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r2), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r2), pin_dev_error(dev));
 	EXPECT_EQ(pin_view_create(r2, 0, 0, 0, &v), -EINVAL);
 	EXPECT_TRUE(v == NULL);
 	EXPECT_EQ(pin_view_create(r2, 1, (uint64_t)page, 0, &v), -EINVAL);
@@ -50,15 +53,16 @@ int main(void)
 	EXPECT_EQ(pin_region_info(r2, NULL), -EINVAL);
 	EXPECT_EQ(pin_holder_format(NULL, buf, sizeof(buf)), -EINVAL);
 	memset(&h, 0, sizeof(h));
+	h.size = sizeof(h);
 	h.kind = PIN_HOLDER_VIEW;
 	EXPECT_EQ(pin_holder_format(&h, buf, sizeof(buf)), -ENOSPC);
-	EXPECT_EQ(pin_holders(r2, NULL, 3), -EINVAL);
-	EXPECT_EQ(pin_send_fd(-1, 0), -EBADF);
-	EXPECT_EQ(pin_recv_fd(0, NULL), -EINVAL);
-	EXPECT_EQ(pin_region_free(NULL), 0);
+	EXPECT_EQ(pin_region_holders(r2, NULL, 3), -EINVAL);
+	EXPECT_EQ(pin_fd_send(-1, 0), -EBADF);
+	EXPECT_EQ(pin_fd_recv(0, NULL), -EINVAL);
+	EXPECT_EQ(pin_region_close(NULL), 0);
 	pin_view_close(NULL);
 
-	CHECK_OK(pin_region_free(r2), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r2), "free");
+	pin_dev_close(dev);
 	return 0;
 }

@@ -29,7 +29,7 @@ static long long now_ms(void)
 int main(void)
 {
 	struct pin_dev *dev = t_open(PIN_BACKEND_DEVICE);
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct sigaction sa;
 	struct pin_region *r;
 	struct pin_view *v;
@@ -38,12 +38,12 @@ int main(void)
 	int status, go[2];
 	pid_t pid;
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
 	CHECK_OK(pin_view_map(v, PROT_READ, &p), pin_view_error(v));
 
 	t0 = now_ms();
-	EXPECT_EQ(pin_donate(r, 200), -ETIMEDOUT);
+	EXPECT_EQ(pin_region_donate(r, 200), -ETIMEDOUT);
 	waited = now_ms() - t0;
 	if (waited < 190)
 		FAIL("donate(200) gave up after %lld ms", waited);
@@ -58,7 +58,7 @@ int main(void)
 	sa.sa_handler = on_alarm;
 	EXPECT_EQ(sigaction(SIGALRM, &sa, NULL), 0);
 	alarm(1);
-	EXPECT_EQ(pin_donate(r, -1), -EINTR);
+	EXPECT_EQ(pin_region_donate(r, -1), -EINTR);
 	EXPECT_CONTAINS(pin_region_error(r), "interrupted");
 
 	/*
@@ -88,7 +88,7 @@ int main(void)
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
 	EXPECT_EQ(write(go[1], "g", 1), 1);
 	t0 = now_ms();
-	CHECK_OK(pin_donate(r, 10000), pin_region_error(r));
+	CHECK_OK(pin_region_donate(r, 10000), pin_region_error(r));
 	waited = now_ms() - t0;
 	EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	EXPECT_TRUE(WIFEXITED(status));
@@ -100,7 +100,7 @@ int main(void)
 	EXPECT_EQ(info.state, PIN_STATE_DONATED);
 
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

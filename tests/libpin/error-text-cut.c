@@ -16,13 +16,16 @@ int main(void)
 	static char path[PATHLEN + 1], err[2048];
 	const char *why = ": No such file or directory";
 	struct pin_cuda *c = (struct pin_cuda *)1;
+	struct pin_cuda_opts co = {
+		.size = sizeof(co), .why = err, .why_len = sizeof(err),
+	};
 	size_t n;
 
 	memcpy(path, "/nonexistent-", 13);
 	memset(path + 13, 'a', PATHLEN - 13);
 	path[PATHLEN] = '\0';
 	EXPECT_EQ(setenv("PIN_CUDA_LIBRARY", path, 1), 0);
-	EXPECT_EQ(pin_cuda_open(&c, 0, err, sizeof(err)), -ENOENT);
+	EXPECT_EQ(pin_cuda_open(&c, 0, &co), -ENOENT);
 	EXPECT_TRUE(c == NULL);
 	n = strlen(err);
 	/* Cut to the handle's 1024-byte buffer, with the reason kept. */

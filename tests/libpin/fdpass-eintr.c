@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pin_recv_fd restarts when a signal (handler installed without
+ * pin_fd_recv restarts when a signal (handler installed without
  * SA_RESTART) interrupts its wait, and still returns the fd sent after.
  */
 #include <signal.h>
@@ -38,10 +38,10 @@ int main(void)
 		usleep(200 * 1000);
 		kill(parent, SIGUSR1);
 		usleep(200 * 1000);
-		_exit(pin_send_fd(sv[1], pfd[1]) ? 1 : 0);
+		_exit(pin_fd_send(sv[1], pfd[1]) ? 1 : 0);
 	}
 	close(sv[1]);
-	CHECK_OK(pin_recv_fd(sv[0], &fd), "recv across a signal");
+	CHECK_OK(pin_fd_recv(sv[0], &fd), "recv across a signal");
 	EXPECT_EQ(got, 1);
 	EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pin_recv_fd on a message socket: a message of no bytes that carries an
+ * pin_fd_recv on a message socket: a message of no bytes that carries an
  * fd is not the end of the stream. It is refused with -EPROTO and its fd is
  * closed (no fd leaks into the receiver); a real end of stream is still
  * -ECONNRESET.
@@ -41,17 +41,17 @@ int main(void)
 	EXPECT_EQ(pipe(p), 0);
 	before = t_count_fds();
 	send_empty_with_fd(sv[0], p[0]);
-	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
+	EXPECT_EQ(pin_fd_recv(sv[1], &fd), -EPROTO);
 	EXPECT_EQ(fd, -1);
 	EXPECT_EQ(t_count_fds(), before);	/* the carried fd was closed */
 
 	/* The socket still works, and its end is still -ECONNRESET. */
-	CHECK_OK(pin_send_fd(sv[0], p[1]), "send");
-	CHECK_OK(pin_recv_fd(sv[1], &fd), "recv");
+	CHECK_OK(pin_fd_send(sv[0], p[1]), "send");
+	CHECK_OK(pin_fd_recv(sv[1], &fd), "recv");
 	EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	close(fd);
 	close(sv[0]);
-	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -ECONNRESET);
+	EXPECT_EQ(pin_fd_recv(sv[1], &fd), -ECONNRESET);
 	EXPECT_EQ(fd, -1);
 	close(sv[1]);
 	close(p[0]);

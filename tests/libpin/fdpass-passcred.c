@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pin_recv_fd on a socket whose receiver set SO_PASSCRED (and SO_PASSPIDFD
+ * pin_fd_recv on a socket whose receiver set SO_PASSCRED (and SO_PASSPIDFD
  * where the kernel has it): the kernel adds credentials (and a pidfd) to
  * every message. The fd still arrives, nothing else is left open in the
  * receiver, and the end of the stream is still -ECONNRESET. Stream and
@@ -29,8 +29,8 @@ static int one_type(int type, const char *name)
 	EXPECT_EQ(pipe(p), 0);
 	before = t_count_fds();
 
-	CHECK_OK(pin_send_fd(sv[0], p[0]), name);
-	CHECK_OK(pin_recv_fd(sv[1], &fd), name);
+	CHECK_OK(pin_fd_send(sv[0], p[0]), name);
+	CHECK_OK(pin_fd_recv(sv[1], &fd), name);
 	EXPECT_TRUE(fd >= 0);
 	EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	EXPECT_EQ(fstat(fd, &a), 0);
@@ -40,7 +40,7 @@ static int one_type(int type, const char *name)
 	EXPECT_EQ(t_count_fds(), before);	/* no pidfd or other fd left over */
 
 	close(sv[0]);
-	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -ECONNRESET);
+	EXPECT_EQ(pin_fd_recv(sv[1], &fd), -ECONNRESET);
 	EXPECT_EQ(fd, -1);
 	EXPECT_EQ(t_count_fds(), before - 1);
 	close(sv[1]);

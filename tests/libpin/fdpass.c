@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * pin_send_fd/pin_recv_fd over a socketpair: the fd arrives close-on-exec
+ * pin_fd_send/pin_fd_recv over a socketpair: the fd arrives close-on-exec
  * and refers to the same view (a forked child imports it, maps it
  * read-only and reads the bytes; it cannot map it writable). End of stream
  * is -ECONNRESET; a message without an fd, or with two (truncated control
@@ -22,7 +22,7 @@ static int child(int sock)
 	void *w;
 	int fd;
 
-	CHECK_OK(pin_recv_fd(sock, &fd), "recv");
+	CHECK_OK(pin_fd_recv(sock, &fd), "recv");
 	EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	CHECK_OK(pin_view_import(dev, fd, &v), pin_dev_error(dev));
 	close(fd);
@@ -33,7 +33,7 @@ static int child(int sock)
 	t_check(p, MiB(2), 11, "child view");
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
 	pin_view_close(v);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }
 
@@ -57,11 +57,11 @@ int main(void)
 	}
 	close(sv[1]);
 	dev = t_open(0);
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 	t_fill(own, MiB(2), 11);
 	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
-	CHECK_OK(pin_send_fd(sv[0], pin_view_fd(v)), "send");
+	CHECK_OK(pin_fd_send(sv[0], pin_view_fd(v)), "send");
 	EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(WEXITSTATUS(status), 0);
@@ -71,10 +71,10 @@ int main(void)
 	EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	before = t_count_fds();
 	EXPECT_EQ(write(sv[0], "x", 1), 1);	/* a byte without an fd */
-	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
+	EXPECT_EQ(pin_fd_recv(sv[1], &fd), -EPROTO);
 	EXPECT_EQ(fd, -1);
 	{
-		/* Two fds in one message: pin_recv_fd has room for one. */
+		/* Two fds in one message: pin_fd_recv has room for one. */
 		char byte = 'y';
 		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 		union {
@@ -99,20 +99,20 @@ int main(void)
 		EXPECT_EQ(sendmsg(sv[0], &msg, 0), 1);
 		close(p2[0]);
 		close(p2[1]);
-		EXPECT_EQ(pin_recv_fd(sv[1], &fd), -EPROTO);
+		EXPECT_EQ(pin_fd_recv(sv[1], &fd), -EPROTO);
 		EXPECT_EQ(fd, -1);
 	}
 	EXPECT_EQ(t_count_fds(), before);	/* nothing received was kept */
-	CHECK_OK(pin_send_fd(sv[0], pin_region_fd(r)), "send region fd");
-	CHECK_OK(pin_recv_fd(sv[1], &fd), "recv region fd");
+	CHECK_OK(pin_fd_send(sv[0], pin_region_fd(r)), "send region fd");
+	CHECK_OK(pin_fd_recv(sv[1], &fd), "recv region fd");
 	EXPECT_TRUE(fd >= 0);
 	close(fd);
 	close(sv[0]);
-	EXPECT_EQ(pin_recv_fd(sv[1], &fd), -ECONNRESET);
+	EXPECT_EQ(pin_fd_recv(sv[1], &fd), -ECONNRESET);
 	close(sv[1]);
 
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

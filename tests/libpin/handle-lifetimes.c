@@ -19,14 +19,14 @@ int main(void)
 	int before = t_count_fds();
 
 	dev = t_open(0);
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
-	pin_close(dev);	/* the region does not need the device handle */
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
+	pin_dev_close(dev);	/* the region does not need the device handle */
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 	t_fill(own, MiB(2), 42);
 	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
 	CHECK_OK(pin_view_create(r, 0, MiB(2), PIN_VIEW_WRITE, &w),
 		 pin_region_error(r));
-	CHECK_OK(pin_region_free(r), "free");	/* views outlive it */
+	CHECK_OK(pin_region_close(r), "free");	/* views outlive it */
 
 	CHECK_OK(pin_view_map(v, PROT_READ, (void **)&p), pin_view_error(v));
 	t_check(p, MiB(2), 42, "view after region freed");

@@ -12,6 +12,7 @@
 int main(void)
 {
 	struct pin_holder h = {
+		.size = sizeof(struct pin_holder),
 		.pid = 123, .kind = PIN_HOLDER_VIEW, .start = 0x7f0000200000ULL,
 		.length = MiB(2), .offset = 0, .prot = PROT_READ,
 		.comm = "python3",

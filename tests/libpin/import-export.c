@@ -18,7 +18,7 @@ int main(void)
 	unsigned char *own, *p;
 	int pfd[2];
 
-	CHECK_OK(pin_alloc(dev, MiB(4), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(4), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 	t_fill(own, MiB(4), 21);
 
@@ -68,8 +68,8 @@ int main(void)
 
 	pin_view_close(vimp);
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(imp), "free imported");
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(imp), "free imported");
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # libpin tests: one program per tests/libpin/*.c, built twice:
-#   build/tests/libpin/NAME      against build/lib/libpin.so.0 (runs under
+#   build/tests/libpin/NAME      against build/lib/libpin.so.1 (runs under
 #                                valgrind too)
 #   build/tests/libpin-san/NAME  with ASan+UBSan, against build/lib-san
 # and the install check: `make install` into build/destdir, then a program
@@ -28,7 +28,7 @@ $(B)/tests/libpin-san/%: tests/libpin/%.c tests/libpin/test.h $(LIBPIN_PUBLIC_HD
 # checkout. The rpath points into the staging root, which the guest sees at
 # the same path.
 $(B)/tests/libpin-installed/example-donate: tests/libpin/example-donate.c \
-		$(B)/lib/libpin.so.0 $(B)/lib/libpin.a $(LIBPIN_PUBLIC_HDRS) \
+		$(B)/lib/libpin.so.1 $(B)/lib/libpin.a $(LIBPIN_PUBLIC_HDRS) \
 		include/uapi/pinmem.h libpin/libpin.pc.in $(wildcard libpin/man/*)
 	rm -rf $(LIBPIN_DESTDIR)
 	$(MAKE) --no-print-directory install-libpin DESTDIR=$(LIBPIN_DESTDIR) PREFIX=/usr

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * NUMA: pin_alloc_on_node, pin_st_load_on_node and pin_region_nodes on
- * either backend (PIN_BACKEND): node 0 always; where two nodes are online
- * (tests/numa.d), node 1 with memory, from the CPUs of node 0 (and node 0
- * from node 1's), or node 1 without memory (strict: ENOMEM; any node:
- * node 0 serves). The calling thread's mempolicy is the same after as
- * before. And pin_pci_numa_node against sysfs for every PCI device
- * there is, in each spelling of its bus id.
+ * NUMA: pin_region_create and pin_st_load with PIN_REGION_NODE, and
+ * pin_region_nodes, on either backend (PIN_BACKEND): node 0 always;
+ * where two nodes are online (tests/numa.d), node 1 with memory, from the
+ * CPUs of node 0 (and node 0 from node 1's), or node 1 without memory
+ * (strict: ENOMEM; any node: node 0 serves). The calling thread's
+ * mempolicy is the same after as before. And pin_pci_numa_node against
+ * sysfs for every PCI device there is, in each spelling of its bus id.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -120,80 +120,101 @@ static void expect_nodes(struct pin_region *r, int want, const char *what)
 	       (unsigned long long)placed_bytes(r));
 }
 
+/* Region options for node (-1: none) and PIN_REGION_ANY_NODE or 0. */
+static struct pin_region_opts on_node(int node, unsigned flags)
+{
+	struct pin_region_opts o = PIN_INIT(struct pin_region_opts);
+
+	o.flags = flags | (node != -1 ? PIN_REGION_NODE : 0);
+	o.node = node;
+	return o;
+}
+
 static void alloc_on(struct pin_dev *dev, int node, unsigned flags, int want)
 {
+	struct pin_region_opts ro = on_node(node, flags);
 	struct pin_region *r = NULL;
 	char what[64];
 
 	snprintf(what, sizeof(what), "alloc on node %d%s", node,
 		 flags ? " (any node)" : "");
-	CHECK_OK(pin_alloc_on_node(dev, MiB(6) + 4096, flags, node, &r),
+	CHECK_OK(pin_region_create(dev, MiB(6) + 4096, &ro, &r),
 		 pin_dev_error(dev));
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	expect_nodes(r, want, what);
-	pin_region_free(r);
+	pin_region_close(r);
 }
 
 /* A checkpoint loaded onto node; its one region on want, bytes intact. */
 static void load_on(struct pin_dev *dev, const char *path, int node,
 		    unsigned flags, unsigned io_flags, int want)
 {
-	struct pin_io_opts o = { .flags = io_flags };
-	struct pin_st *ck = pin_st_new();
-	struct pin_st_tensor t;
+	struct pin_io_opts o = { .size = sizeof(o), .flags = io_flags };
+	struct pin_region_opts ro = on_node(node, flags);
+	struct pin_st_load_opts lo = {
+		.size = sizeof(lo), .region = &ro, .io = &o,
+	};
+	struct pin_st *ck = pin_st_create();
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	char what[96];
 
 	snprintf(what, sizeof(what), "load on node %d%s%s", node,
 		 flags ? " (any node)" : "",
 		 io_flags ? " (pinned first, in the caller's thread)" : "");
-	CHECK_OK(pin_st_load_on_node(ck, dev, path, node, flags, &o),
-		 pin_st_error(ck));
+	CHECK_OK(pin_st_load(ck, dev, path, &lo), pin_st_error(ck));
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	CHECK_OK(pin_st_find(ck, "w", &t), pin_st_error(ck));
 	t_check(t.data, TENSOR_BYTES, 3, what);
 	expect_nodes(pin_st_region(ck, 0), want, what);
-	pin_st_free(ck);
+	pin_st_close(ck);
 }
 
 static void bad_arguments(struct pin_dev *dev, const char *path)
 {
+	/* ANY_NODE without a node; node < 0; unknown flags; no such node. */
+	struct pin_region_opts bad[] = {
+		{ .size = sizeof(bad[0]), .flags = PIN_REGION_ANY_NODE },
+		{ .size = sizeof(bad[0]), .flags = PIN_REGION_NODE, .node = -2 },
+		{ .size = sizeof(bad[0]), .flags = PIN_REGION_NODE | 0x80 },
+		{ .size = sizeof(bad[0]), .flags = PIN_REGION_NODE,
+		  .node = 1 << 20 },
+	};
+	struct pin_st_load_opts lo = PIN_INIT(struct pin_st_load_opts);
 	struct pin_region *r = NULL;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
+	size_t i;
 
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), PIN_ALLOC_ANY_NODE, -1, &r),
-		  -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, -2, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0x80, 0, &r), -EINVAL);
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, 1 << 20, &r), -EINVAL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		EXPECT_EQ(pin_region_create(dev, MiB(2), &bad[i], &r), -EINVAL);
 	EXPECT_CONTAINS(pin_dev_error(dev), "no such node");
 	EXPECT_TRUE(r == NULL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, -1, PIN_ALLOC_ANY_NODE,
-				      NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 0, 0x80, NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, -2, 0, NULL), -EINVAL);
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 1 << 20, 0, NULL),
-		  -EINVAL);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		lo.region = &bad[i];
+		EXPECT_EQ(pin_st_load(ck, dev, path, &lo), -EINVAL);
+	}
 	EXPECT_CONTAINS(pin_st_error(ck), "no such node");
 	EXPECT_EQ(pin_st_count(ck), 0);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	printf("ok - bad nodes and flags: EINVAL, nothing made\n");
 }
 
 /* Node 1 without memory: strict is ENOMEM, any node lets node 0 serve. */
 static void memoryless_node(struct pin_dev *dev, const char *path)
 {
+	struct pin_region_opts node1 = on_node(1, 0);
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .region = &node1 };
 	struct pin_region *r = NULL;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 
-	EXPECT_EQ(pin_alloc_on_node(dev, MiB(2), 0, 1, &r), -ENOMEM);
+	EXPECT_EQ(pin_region_create(dev, MiB(2), &node1, &r), -ENOMEM);
 	EXPECT_CONTAINS(pin_dev_error(dev), "node 1");
-	EXPECT_EQ(pin_st_load_on_node(ck, dev, path, 1, 0, NULL), -ENOMEM);
+	EXPECT_EQ(pin_st_load(ck, dev, path, &lo), -ENOMEM);
 	EXPECT_EQ(pin_st_count(ck), 0);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	EXPECT_EQ(policy_mode(), MPOL_DEFAULT);
 	printf("ok - node 1 has no memory: ENOMEM, strict\n");
-	alloc_on(dev, 1, PIN_ALLOC_ANY_NODE, 0);
-	load_on(dev, path, 1, PIN_ALLOC_ANY_NODE, 0, 0);
+	alloc_on(dev, 1, PIN_REGION_ANY_NODE, 0);
+	load_on(dev, path, 1, PIN_REGION_ANY_NODE, 0, 0);
 }
 
 static void pci_ids(void)
@@ -255,7 +276,7 @@ int main(void)
 	fd = t_st_memfd(path, sizeof(path), TENSOR_BYTES, 3);
 	bad_arguments(dev, path);
 	alloc_on(dev, 0, 0, 0);
-	alloc_on(dev, 0, PIN_ALLOC_ANY_NODE, 0);
+	alloc_on(dev, 0, PIN_REGION_ANY_NODE, 0);
 	load_on(dev, path, 0, 0, 0, 0);
 	load_on(dev, path, 0, 0, PIN_IO_PIN_FIRST, 0);
 	if (backend == PIN_BACKEND_PORTABLE)
@@ -274,6 +295,6 @@ int main(void)
 		printf("# one node online: node 1's cases need tests/numa.d\n");
 	}
 	close(fd);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -25,14 +25,17 @@ static void absent(void)
 {
 	struct pin_dev *dev;
 	char why[1024];
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
 
-	CHECK_OK(pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)), why);
+	CHECK_OK(pin_dev_open(&dev, PIN_BACKEND_AUTO, &o), why);
 	EXPECT_EQ(pin_dev_backend(dev), PIN_BACKEND_PORTABLE);
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "portable (memfd), no kernel arbitration");
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), NOT_LOADED);
 	EXPECT_TRUE(why[0] == '\0');
-	pin_close(dev);
-	EXPECT_EQ(pin_open_why(&dev, PIN_BACKEND_DEVICE, why, sizeof(why)), -ENOENT);
+	pin_dev_close(dev);
+	EXPECT_EQ(pin_dev_open(&dev, PIN_BACKEND_DEVICE, &o), -ENOENT);
 	EXPECT_TRUE(dev == NULL);
 	EXPECT_STR_CONTAINS(why, NOT_LOADED);
 }
@@ -41,26 +44,29 @@ static void refused(void)
 {
 	struct pin_dev *dev = (struct pin_dev *)1;
 	char why[1024];
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
 	int ret;
 
-	ret = pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why));
+	ret = pin_dev_open(&dev, PIN_BACKEND_AUTO, &o);
 	if (ret != -EACCES && ret != -EPERM)
 		FAIL("AUTO on a device we may not open: %d (%s), want -EACCES", ret, why);
 	EXPECT_TRUE(dev == NULL);
 	EXPECT_STR_CONTAINS(why, "open /dev/pinmem: ");
 	EXPECT_STR_CONTAINS(why, "sudo usermod -aG ");
 	EXPECT_STR_CONTAINS(why, "PIN_BACKEND=portable");
-	/* Plain pin_open fails the same way. */
-	EXPECT_EQ(pin_open(&dev, PIN_BACKEND_AUTO), ret);
-	EXPECT_EQ(pin_open_why(&dev, PIN_BACKEND_DEVICE, why, sizeof(why)), ret);
+	/* Plain pin_dev_open fails the same way. */
+	EXPECT_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), ret);
+	EXPECT_EQ(pin_dev_open(&dev, PIN_BACKEND_DEVICE, &o), ret);
 	/* Asked for by name, the portable backend still works, and says so. */
-	CHECK_OK(pin_open(&dev, PIN_BACKEND_PORTABLE), "portable");
+	CHECK_OK(pin_dev_open(&dev, PIN_BACKEND_PORTABLE, NULL), "portable");
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "portable (memfd), no kernel arbitration: asked for");
-	pin_close(dev);
+	pin_dev_close(dev);
 	setenv("PIN_BACKEND", "portable", 1);
-	CHECK_OK(pin_open(&dev, PIN_BACKEND_AUTO), "PIN_BACKEND=portable");
+	CHECK_OK(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL), "PIN_BACKEND=portable");
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "asked for by PIN_BACKEND");
-	pin_close(dev);
+	pin_dev_close(dev);
 	unsetenv("PIN_BACKEND");
 }
 
@@ -68,23 +74,38 @@ static void openable(void)
 {
 	struct pin_dev *dev;
 	char why[1024], want[64];
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
 
-	CHECK_OK(pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)), why);
+	CHECK_OK(pin_dev_open(&dev, PIN_BACKEND_AUTO, &o), why);
 	EXPECT_EQ(pin_dev_backend(dev), PIN_BACKEND_DEVICE);
 	snprintf(want, sizeof(want), "pinmem.ko %s, ABI ", pin_version());
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), "device /dev/pinmem: ");
 	EXPECT_STR_CONTAINS(pin_dev_backend_why(dev), want);
-	pin_close(dev);
+	pin_dev_close(dev);
 }
 
 int main(void)
 {
 	char why[8] = "x";
 	struct pin_dev *dev;
+	struct pin_dev_opts o = {
+		.size = sizeof(o), .why = why, .why_len = sizeof(why),
+	};
 
 	unsetenv("PIN_BACKEND");
-	EXPECT_EQ(pin_open_why(NULL, PIN_BACKEND_AUTO, why, sizeof(why)), -EINVAL);
-	EXPECT_TRUE(why[0] == '\0');
+	/* No stale text: the reason replaces it, cut to fit. */
+	EXPECT_EQ(pin_dev_open(NULL, PIN_BACKEND_AUTO, &o), -EINVAL);
+	EXPECT_TRUE(!strcmp(why, "pin_dev"));
+	/* Options without their size, or with fields unknown here. */
+	o.size = 0;
+	EXPECT_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, &o), -EINVAL);
+	EXPECT_TRUE(dev == NULL);
+	o.size = sizeof(o);
+	o.flags = 1;
+	EXPECT_EQ(pin_dev_open(&dev, PIN_BACKEND_AUTO, &o), -EINVAL);
+	o.flags = 0;
 	if (access("/dev/pinmem", F_OK)) {
 		absent();
 	} else if (access("/dev/pinmem", R_OK | W_OK)) {
@@ -94,8 +115,8 @@ int main(void)
 	}
 	/* A cut text still ends in a NUL. */
 	setenv("PIN_BACKEND", "device", 1);
-	if (pin_open_why(&dev, PIN_BACKEND_AUTO, why, sizeof(why)) == 0)
-		pin_close(dev);
+	if (pin_dev_open(&dev, PIN_BACKEND_AUTO, &o) == 0)
+		pin_dev_close(dev);
 	else
 		EXPECT_TRUE(strlen(why) < sizeof(why));
 	return 0;

@@ -27,7 +27,7 @@ static long huge_free(void)
 int main(void)
 {
 	struct pin_dev *dev;
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct pin_region *r;
 	struct pin_view *v, *bad = (struct pin_view *)1;
 	unsigned char *own, *p;
@@ -37,7 +37,7 @@ int main(void)
 		SKIP("the hugetlb pool has %ld free 2 MiB pages, 2 needed "
 		     "(echo 2 > /proc/sys/vm/nr_hugepages)", before);
 	dev = t_open(PIN_BACKEND_PORTABLE);
-	CHECK_OK(pin_alloc(dev, MiB(3), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(3), NULL, &r), pin_dev_error(dev));
 	EXPECT_EQ(pin_region_size(r), MiB(4));
 	EXPECT_EQ(huge_free(), before - 2);
 	CHECK_OK(pin_region_info(r, &info), pin_region_error(r));
@@ -56,11 +56,11 @@ int main(void)
 	CHECK_OK(pin_view_map(v, PROT_READ, (void **)&p), pin_view_error(v));
 	t_check(p, MiB(2), (unsigned)(9 + 131u * MiB(2)), "hugetlb view");
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
-	CHECK_OK(pin_seal(r), pin_region_error(r));	/* remaps the owner */
+	CHECK_OK(pin_region_seal(r), pin_region_error(r));	/* remaps the owner */
 	t_check(own, MiB(4), 9, "owner after seal");
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(r), "free");
+	CHECK_OK(pin_region_close(r), "free");
 	EXPECT_EQ(huge_free(), before);
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -10,7 +10,7 @@
 
 static int state(struct pin_region *r)
 {
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 
 	CHECK_OK(pin_region_info(r, &info), pin_region_error(r));
 	return info.state;
@@ -23,19 +23,19 @@ int main(void)
 	struct pin_view *v, *w = (struct pin_view *)1;
 	unsigned char *own, *p;
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
-	EXPECT_EQ(pin_publish(r), -EPERM);
+	EXPECT_EQ(pin_region_publish(r), -EPERM);
 	EXPECT_CONTAINS(pin_region_error(r), "publish: region ");
 	EXPECT_CONTAINS(pin_region_error(r), " is open");
-	EXPECT_EQ(pin_reopen(r), -EPERM);
+	EXPECT_EQ(pin_region_reopen(r), -EPERM);
 
-	CHECK_OK(pin_donate(r, 0), pin_region_error(r));
+	CHECK_OK(pin_region_donate(r, 0), pin_region_error(r));
 	t_fill(own, MiB(2), 1);	/* the owner rewrites it */
-	CHECK_OK(pin_publish(r), pin_region_error(r));
+	CHECK_OK(pin_region_publish(r), pin_region_error(r));
 	EXPECT_EQ(state(r), PIN_STATE_SEALED);
-	EXPECT_EQ(pin_publish(r), -EPERM);
-	EXPECT_EQ(pin_reopen(r), -EPERM);
+	EXPECT_EQ(pin_region_publish(r), -EPERM);
+	EXPECT_EQ(pin_region_reopen(r), -EPERM);
 	EXPECT_CONTAINS(pin_region_error(r), " is sealed");
 	EXPECT_EQ(pin_view_create(r, 0, MiB(2), PIN_VIEW_WRITE, &w), -EPERM);
 	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
@@ -44,8 +44,8 @@ int main(void)
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
 	pin_view_close(v);
 
-	CHECK_OK(pin_donate(r, 0), pin_region_error(r));	/* sealed -> donated */
-	CHECK_OK(pin_reopen(r), pin_region_error(r));
+	CHECK_OK(pin_region_donate(r, 0), pin_region_error(r));	/* sealed -> donated */
+	CHECK_OK(pin_region_reopen(r), pin_region_error(r));
 	EXPECT_EQ(state(r), PIN_STATE_OPEN);
 	CHECK_OK(pin_view_create(r, 0, MiB(2), PIN_VIEW_WRITE, &w),
 		 pin_region_error(r));
@@ -56,7 +56,7 @@ int main(void)
 	CHECK_OK(pin_view_unmap(w, p), pin_view_error(w));
 	pin_view_close(w);
 
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

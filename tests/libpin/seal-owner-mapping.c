@@ -21,10 +21,10 @@ int main(void)
 	int status;
 	pid_t pid;
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 	t_fill(own, MiB(2), 3);
-	CHECK_OK(pin_seal(r), pin_region_error(r));
+	CHECK_OK(pin_region_seal(r), pin_region_error(r));
 	CHECK_OK(pin_region_map(r, &again), pin_region_error(r));
 	EXPECT_TRUE(again == own);
 	t_check(own, MiB(2), 3, "owner after seal");
@@ -51,7 +51,7 @@ int main(void)
 		CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 		t_check(own, MiB(2), 3, "new owner mapping");
 	}
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

@@ -13,20 +13,20 @@
 int main(void)
 {
 	struct pin_dev *dev = t_open(0);
-	struct pin_region_info info;
+	struct pin_region_info info = PIN_INIT(struct pin_region_info);
 	struct pin_region *r;
 	struct pin_view *rw, *ro, *late = (struct pin_view *)1;
 	unsigned char *w, *rd;
 	void *x = (void *)1;
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_view_create(r, 0, MiB(2), PIN_VIEW_WRITE, &rw),
 		 pin_region_error(r));
 	CHECK_OK(pin_view_map(rw, PROT_READ | PROT_WRITE, (void **)&w),
 		 pin_view_error(rw));
 	t_fill(w, MiB(2), 5);
 
-	EXPECT_EQ(pin_seal(r), -EBUSY);
+	EXPECT_EQ(pin_region_seal(r), -EBUSY);
 	EXPECT_CONTAINS(pin_region_error(r), "seal: region ");
 	if (pin_dev_backend(dev) == PIN_BACKEND_DEVICE) {
 		char want[64];
@@ -42,8 +42,8 @@ int main(void)
 	EXPECT_EQ(info.state, PIN_STATE_OPEN);
 
 	CHECK_OK(pin_view_unmap(rw, w), pin_view_error(rw));
-	CHECK_OK(pin_seal(r), pin_region_error(r));
-	CHECK_OK(pin_seal(r), pin_region_error(r));	/* already sealed: 0 */
+	CHECK_OK(pin_region_seal(r), pin_region_error(r));
+	CHECK_OK(pin_region_seal(r), pin_region_error(r));	/* already sealed: 0 */
 	CHECK_OK(pin_region_info(r, &info), pin_region_error(r));
 	EXPECT_EQ(info.state, PIN_STATE_SEALED);
 
@@ -63,7 +63,7 @@ int main(void)
 	CHECK_OK(pin_view_unmap(ro, rd), pin_view_error(ro));
 	pin_view_close(ro);
 	pin_view_close(rw);
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

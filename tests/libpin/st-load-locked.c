@@ -48,8 +48,8 @@ int main(void)
 	struct pin_dev *dev;
 	struct pin_st *ck;
 	long size = -1, rss = -1, locked = -1;
-	struct pin_st_tensor t;
-	struct pin_io_stats st;
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct pin_region *r;
 	char path[64];
 	void *map;
@@ -59,7 +59,7 @@ int main(void)
 	SKIP("ASan's mlock does nothing: run the plain build");
 #endif
 	dev = t_open(PIN_BACKEND_PORTABLE);
-	ck = pin_st_new();
+	ck = pin_st_create();
 	fd = t_st_memfd(path, sizeof(path), TENSOR_BYTES, 1);
 	CHECK_OK(pin_st_load(ck, dev, path, NULL), pin_st_error(ck));
 	CHECK_OK(pin_st_stats(ck, &st), pin_st_error(ck));
@@ -77,8 +77,8 @@ int main(void)
 	EXPECT_TRUE(size > 0);
 	EXPECT_EQ(rss, size);
 	EXPECT_EQ(locked, size);
-	pin_st_free(ck);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_dev_close(dev);
 	close(fd);
 	return 0;
 }

@@ -83,14 +83,14 @@ static inline int t_count_fds(void)
 static inline struct pin_dev *t_open(int need)
 {
 	struct pin_dev *dev;
-	int ret = pin_open(&dev, PIN_BACKEND_AUTO);
+	int ret = pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL);
 
 	if (ret < 0)
-		FAIL("pin_open(AUTO) = %d (%s)", ret, strerror(-ret));
+		FAIL("pin_dev_open(AUTO) = %d (%s)", ret, strerror(-ret));
 	if (need && pin_dev_backend(dev) != need) {
 		int have = pin_dev_backend(dev);
 
-		pin_close(dev);
+		pin_dev_close(dev);
 		SKIP("needs the %s backend, running on %s",
 		     pin_backend_name(need), pin_backend_name(have));
 	}

@@ -19,16 +19,16 @@ static void *worker(void *arg)
 	struct pin_dev *dev;
 	int i;
 
-	if (pin_open(&dev, PIN_BACKEND_AUTO))
-		return "pin_open";
+	if (pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL))
+		return "pin_dev_open";
 	for (i = 0; i < ROUNDS; i++) {
 		struct pin_region *r, *none;
 		struct pin_view *v, *bad;
 		unsigned char *own, *p;
 		char want[32];
 
-		if (pin_alloc(dev, MiB(2), 0, &r))
-			return "pin_alloc";
+		if (pin_region_create(dev, MiB(2), NULL, &r))
+			return "pin_region_create";
 		if (pin_region_map(r, (void **)&own))
 			return "pin_region_map";
 		t_fill(own, 4096, seed + (unsigned)i);
@@ -43,16 +43,16 @@ static void *worker(void *arg)
 		snprintf(want, sizeof(want), "+0x%x ", 4096 * (seed + 1) + 1);
 		if (!strstr(pin_region_error(r), want))
 			return "error text of another thread";
-		if (pin_alloc(dev, 0, 0, &none) != -EINVAL ||
+		if (pin_region_create(dev, 0, NULL, &none) != -EINVAL ||
 		    !strstr(pin_dev_error(dev), "size 0"))
 			return "device error text";
 		if (pin_view_unmap(v, p))
 			return "pin_view_unmap";
 		pin_view_close(v);
-		if (pin_region_free(r))
-			return "pin_region_free";
+		if (pin_region_close(r))
+			return "pin_region_close";
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return NULL;
 }
 

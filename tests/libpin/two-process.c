@@ -21,7 +21,7 @@ static int reader(int sock)
 	void *w = (void *)1;
 	int fd;
 
-	CHECK_OK(pin_recv_fd(sock, &fd), "recv");
+	CHECK_OK(pin_fd_recv(sock, &fd), "recv");
 	CHECK_OK(pin_view_import(dev, fd, &v), pin_dev_error(dev));
 	close(fd);
 	CHECK_OK(pin_view_map(v, PROT_READ, (void **)&p), pin_view_error(v));
@@ -30,7 +30,7 @@ static int reader(int sock)
 	EXPECT_TRUE(w == NULL);
 	CHECK_OK(pin_view_unmap(v, p), pin_view_error(v));
 	pin_view_close(v);
-	pin_close(dev);
+	pin_dev_close(dev);
 	EXPECT_EQ(write(sock, "k", 1), 1);
 	return 0;
 }
@@ -49,10 +49,10 @@ int main(int argc, char **argv)
 		return reader(atoi(argv[2]));
 
 	dev = t_open(0);
-	CHECK_OK(pin_alloc(dev, MiB(4), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(4), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_region_map(r, (void **)&own), pin_region_error(r));
 	t_fill(own, MiB(4), 77);
-	CHECK_OK(pin_seal(r), pin_region_error(r));
+	CHECK_OK(pin_region_seal(r), pin_region_error(r));
 	CHECK_OK(pin_view_create(r, 0, MiB(4), 0, &v), pin_region_error(r));
 
 	/* The reader's end must survive exec; ours need not. */
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	close(sv[1]);
-	CHECK_OK(pin_send_fd(sv[0], pin_view_fd(v)), "send");
+	CHECK_OK(pin_fd_send(sv[0], pin_view_fd(v)), "send");
 	EXPECT_EQ(read(sv[0], &ack, 1), 1);
 	EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	EXPECT_TRUE(WIFEXITED(status));
@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	close(sv[0]);
 
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

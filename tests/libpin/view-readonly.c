@@ -20,7 +20,7 @@ int main(void)
 	int status;
 	pid_t pid;
 
-	CHECK_OK(pin_alloc(dev, MiB(2), 0, &r), pin_dev_error(dev));
+	CHECK_OK(pin_region_create(dev, MiB(2), NULL, &r), pin_dev_error(dev));
 	CHECK_OK(pin_view_create(r, 0, MiB(2), 0, &v), pin_region_error(r));
 	EXPECT_EQ(pin_view_map(v, PROT_READ | PROT_WRITE, &w), -EACCES);
 	EXPECT_TRUE(w == NULL);
@@ -46,7 +46,7 @@ int main(void)
 
 	CHECK_OK(pin_view_unmap(v, (void *)p), pin_view_error(v));
 	pin_view_close(v);
-	CHECK_OK(pin_region_free(r), "free");
-	pin_close(dev);
+	CHECK_OK(pin_region_close(r), "free");
+	pin_dev_close(dev);
 	return 0;
 }

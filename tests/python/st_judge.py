@@ -20,8 +20,8 @@ import pinmem.safetensors as pst
 lib.pin_st_parse_buffer.restype = ctypes.c_int
 lib.pin_st_parse_buffer.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
                                     ctypes.c_uint64, ctypes.c_char_p]
-lib.pin_st_new.restype = ctypes.c_void_p
-lib.pin_st_free.argtypes = [ctypes.c_void_p]
+lib.pin_st_create.restype = ctypes.c_void_p
+lib.pin_st_close.argtypes = [ctypes.c_void_p]
 
 
 def real_read(blob, path):
@@ -103,7 +103,7 @@ def pin_load(path):
 
 def _c_tensors(ck, with_data, blob=None):
     out = {}
-    t = _lib.PinStTensor()
+    t = _lib.init(_lib.PinStTensor)
     for i in range(lib.pin_st_count(ck)):
         assert lib.pin_st_tensor(ck, i, ctypes.byref(t)) == 0
         dt = _lib.text(lib.pin_dtype_name(t.dtype))
@@ -128,7 +128,7 @@ def pin_c_read(blob, path):
     which must agree."""
     verdicts = []
     for parse in ("buffer", "file"):
-        ck = lib.pin_st_new()
+        ck = lib.pin_st_create()
         try:
             if parse == "buffer":
                 ret = lib.pin_st_parse_buffer(ck, blob, len(blob), b"corpus")
@@ -142,7 +142,7 @@ def pin_c_read(blob, path):
                 verdicts.append(("ok",) + _c_tensors(ck, parse == "buffer",
                                                      blob))
         finally:
-            lib.pin_st_free(ck)
+            lib.pin_st_close(ck)
     assert verdicts[0][0] == verdicts[1][0], verdicts
     if verdicts[0][0] == "ok":
         assert verdicts[0] == verdicts[1]

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from pinmem import _lib
+from pinmem.cuda import _CudaOpts
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -21,6 +22,11 @@ MIRRORS = {
     "pin_io_stats": _lib.PinIoStats,
     "pin_st_tensor": _lib.PinStTensor,
     "pin_st_step": _lib.PinStStep,
+    "pin_ref_range": _lib.PinRefRange,
+    "pin_dev_opts": _lib.PinDevOpts,
+    "pin_region_opts": _lib.PinRegionOpts,
+    "pin_st_load_opts": _lib.PinStLoadOpts,
+    "pin_cuda_opts": _CudaOpts,
 }
 
 
@@ -68,9 +74,9 @@ def test_withheld_holder_address_is_none():
     """The kernel withholds another user's mapping address (start 0):
     the binding says None rather than a range starting at 0."""
     from pinmem import core
-    h = _lib.PinHolder(pid=7, kind=_lib.PIN_HOLDER_VIEW, start=0,
-                       length=2 << 20, offset=4096, prot=_lib.PROT_READ,
-                       maywrite=0, comm=b"loader")
+    h = _lib.init(_lib.PinHolder, pid=7, kind=_lib.PIN_HOLDER_VIEW, start=0,
+                  length=2 << 20, offset=4096, prot=_lib.PROT_READ,
+                  maywrite=0, comm=b"loader")
     got = core._holder(h)
     assert (got.pid, got.comm, got.kind) == (7, "loader", "view")
     assert got.start is None and got.end is None and got.offset == 4096

@@ -29,8 +29,8 @@ def _vmsplice(fd, addr, length):
 
 
 def test_pipe_holding_a_view_blocks_donate(device_only, region):
-    if not pinmem.core._lib.has("pin_refs"):
-        pytest.skip("this libpin has no pin_refs")
+    if not pinmem.core._lib.has("pin_region_refs"):
+        pytest.skip("this libpin has no pin_region_refs")
     v = region.view(np.uint8, (2 << 20,), offset=2 << 20)
     start, _ = v.mapping_range
     rfd, wfd = os.pipe()

@@ -237,7 +237,7 @@ def test_files_written_by_one_load_in_the_other(tmp_path):
 def c_save(path, tensors, meta):
     """libpin's writer (pin_st_save) over (name, dtype, shape, bytes)."""
     n = len(tensors)
-    ts = (_lib.PinStTensor * max(n, 1))()
+    ts = _lib.init_array(_lib.PinStTensor, max(n, 1))
     keep = []
     for i, (name, dt, shape, data) in enumerate(tensors):
         buf = ctypes.create_string_buffer(data, max(len(data), 1))
@@ -254,15 +254,15 @@ def c_save(path, tensors, meta):
         *[k.encode() for k, _ in items])
     vals = (ctypes.c_char_p * max(len(items), 1))(
         *[v.encode() for _, v in items])
-    opts = _lib.PinIoOpts()
+    opts = _lib.init(_lib.PinIoOpts)
     opts.flags = 1                      # PIN_IO_BUFFERED
-    ck = lib.pin_st_new()
+    ck = lib.pin_st_create()
     try:
         ret = lib.pin_st_save(ck, os.fsencode(path), ts, n, keys, vals,
                               len(items), ctypes.byref(opts))
         assert ret == 0, _lib.text(lib.pin_st_error(ck))
     finally:
-        lib.pin_st_free(ck)
+        lib.pin_st_close(ck)
 
 
 def test_libpin_writer_is_read_alike_by_the_real_library(tmp_path):

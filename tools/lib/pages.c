@@ -42,7 +42,7 @@ long long pmd_mapped_kb(const void *addr)
 /* "device", "hugetlb", "thp", "4k" or "unknown": r, of backend. */
 const char *page_kind(int backend, struct pin_region *r)
 {
-	struct pin_region_info ri;
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
 	void *map;
 	long long kb;
 

@@ -64,12 +64,12 @@ static double timed_alloc(struct pin_dev *dev, uint64_t size,
 		return -1;
 	}
 	t0 = now_ns();
-	if (pin_alloc(dev, size, 0, &r)) {
+	if (pin_region_create(dev, size, NULL, &r)) {
 		fprintf(stderr, "pinbench alloc-rate: %s\n", pin_dev_error(dev));
 		return -1;
 	}
 	s = (double)(now_ns() - t0) / 1e9;
-	pin_region_free(r);
+	pin_region_close(r);
 	return s;
 }
 
@@ -106,7 +106,7 @@ int bench_alloc_rate(struct cfg *c, uint64_t size)
 	struct pin_dev *dev;
 	int ret;
 
-	ret = pin_open(&dev, PIN_BACKEND_DEVICE);
+	ret = pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL);
 	if (ret) {
 		fprintf(stderr, "pinbench alloc-rate: needs /dev/pinmem (%s)\n",
 			strerror(-ret));
@@ -116,7 +116,7 @@ int bench_alloc_rate(struct cfg *c, uint64_t size)
 	if (ret) {
 		fprintf(stderr, "pinbench alloc-rate: %s: %s\n",
 			ALLOC_THREADS_PARAM, strerror(-ret));
-		pin_close(dev);
+		pin_dev_close(dev);
 		return 1;
 	}
 	printf("pinbench alloc-rate: ALLOC of %.0f MiB, %d runs alternating 1 CPU and all %ld online\n",
@@ -125,7 +125,7 @@ int bench_alloc_rate(struct cfg *c, uint64_t size)
 	if (alloc_threads_set(was))
 		fprintf(stderr, "pinbench alloc-rate: could not restore alloc_threads=%lu\n",
 			was);
-	pin_close(dev);
+	pin_dev_close(dev);
 	if (ret)
 		return 1;
 	m1 = median_of(one, c->runs);

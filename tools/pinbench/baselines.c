@@ -243,7 +243,7 @@ void baseline_load(struct cfg *c, struct series *s, enum baseline how,
 
 /*
  * mmap + memcpy with its destination made pinned in the clock (allocated,
- * mapped, locked as pin_alloc and pin_region_map do), as a loader without
+ * mapped, locked as pin_region_create and pin_region_map do), as a loader without
  * libpin would do it end to end; the other baselines copy into a region
  * pinned once, before any clock starts.
  */
@@ -251,6 +251,9 @@ void mmap_alloc_load(struct cfg *c, struct series *s,
 			    struct pin_dev *dev, const char *file,
 			    uint64_t size)
 {
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
 	struct pin_region *r = NULL;
 	uint64_t t0;
 	struct cpu_mark m;
@@ -260,11 +263,11 @@ void mmap_alloc_load(struct cfg *c, struct series *s,
 	prep_cold(c);
 	cpu_start(&m);
 	t0 = now_ns();
-	if ((!pin_alloc(dev, size, 0, &r) ||
-	     !pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) &&
+	if ((!pin_region_create(dev, size, NULL, &r) ||
+	     !pin_region_create(dev, size, &fallback, &r)) &&
 	    !pin_region_map(r, &dst) && mmap_load(file, dst, size) > 0)
 		bps = (double)size / ((double)(now_ns() - t0) / 1e9);
-	pin_region_free(r);
+	pin_region_close(r);
 	add_cpu(s, cpu_per_gb(&m, size));
 	add(s, bps / 1e9);
 }

@@ -34,10 +34,10 @@ static double donate_viewed_ns(struct pin_region *r, struct pin_view *v,
 		if (pin_view_map(v, PROT_READ, &p) || pin_view_unmap(v, p))
 			return -1;
 		t0 = now_ns();
-		if (pin_donate(r, 0))
+		if (pin_region_donate(r, 0))
 			return -1;
 		add(s, (double)(now_ns() - t0));
-		if (pin_reopen(r))
+		if (pin_region_reopen(r))
 			return -1;
 	}
 	return median(s);
@@ -52,10 +52,10 @@ static double donate_unviewed_ns(struct pin_region *r, int runs,
 	for (i = 0; i < runs; i++) {
 		uint64_t t0 = now_ns();
 
-		if (pin_donate(r, 0))
+		if (pin_region_donate(r, 0))
 			return -1;
 		add(s, (double)(now_ns() - t0));
-		if (pin_reopen(r))
+		if (pin_region_reopen(r))
 			return -1;
 	}
 	return median(s);
@@ -85,7 +85,7 @@ int bench_donate(struct cfg *c, uint64_t max)
 	uint64_t size;
 	int ret;
 
-	ret = pin_open(&dev, PIN_BACKEND_DEVICE);
+	ret = pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL);
 	if (ret) {
 		fprintf(stderr, "pinbench donate: needs /dev/pinmem (%s)\n",
 			strerror(-ret));
@@ -101,7 +101,7 @@ int bench_donate(struct cfg *c, uint64_t max)
 		struct pin_view *v;
 		double dv, du, tr;
 
-		if (pin_alloc(dev, size, 0, &r)) {
+		if (pin_region_create(dev, size, NULL, &r)) {
 			fprintf(stderr, "pinbench donate: %llu MiB: %s\n",
 				(unsigned long long)(size >> 20),
 				pin_dev_error(dev));
@@ -110,18 +110,18 @@ int bench_donate(struct cfg *c, uint64_t max)
 		if (pin_view_create(r, 0, size, 0, &v)) {
 			fprintf(stderr, "pinbench donate: view: %s\n",
 				pin_region_error(r));
-			pin_region_free(r);
+			pin_region_close(r);
 			break;
 		}
 		tr = trivial_ns(r, MAX_RUNS, &s);
 		du = donate_unviewed_ns(r, c->runs, &s);
 		dv = donate_viewed_ns(r, v, c->runs, &s);
 		pin_view_close(v);
-		pin_region_free(r);
+		pin_region_close(r);
 		if (tr < 0 || du < 0 || dv < 0) {
 			fprintf(stderr, "pinbench donate: %llu MiB: a step failed\n",
 				(unsigned long long)(size >> 20));
-			pin_close(dev);
+			pin_dev_close(dev);
 			return 1;
 		}
 		printf("  %6llu MiB %7llu %11.1f us %12.1f us %10.1f us %9.1fx %9.1fx\n",
@@ -130,6 +130,6 @@ int bench_donate(struct cfg *c, uint64_t max)
 		       tr / 1e3, dv / tr, du / tr);
 		fflush(stdout);
 	}
-	pin_close(dev);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -18,7 +18,7 @@
 /* Whether the load's steps were read by the module's FILL. */
 static int kernel_filled(const struct pin_st *ck)
 {
-	struct pin_st_step step;
+	struct pin_st_step step = PIN_INIT(struct pin_st_step);
 
 	return pin_st_timeline(ck, &step, 1) > 0 &&
 	       (step.flags & PIN_ST_STEP_KERNEL_FILL);
@@ -42,8 +42,10 @@ static int open_backends(struct cfg *c, struct load_bench *lb)
 
 	for (b = 0; b < c->nbackends; b++) {
 		char why[1024];
-		int ret = pin_open_why(&lb->devs[b], c->backends[b], why,
-				       sizeof(why));
+		struct pin_dev_opts o = {
+			.size = sizeof(o), .why = why, .why_len = sizeof(why),
+		};
+		int ret = pin_dev_open(&lb->devs[b], c->backends[b], &o);
 		const char *name;
 
 		if (ret) {
@@ -78,14 +80,15 @@ static int libpin_run(struct cfg *c, struct load_bench *lb, int b,
 		      const char *file, uint64_t size,
 		      const struct pin_io_opts *o)
 {
-	struct pin_st *ck = pin_st_new();
-	struct pin_io_stats st;
+	struct pin_st_load_opts lo = { .size = sizeof(lo), .io = o };
+	struct pin_st *ck = pin_st_create();
+	struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 	struct cpu_mark m;
 
 	prep_cold(c);
 	cpu_start(&m);
-	if (pin_st_load(ck, lb->devs[b], file, o) &&
-	    pin_st_load(ck, lb->devs[b], file, o)) {
+	if (pin_st_load(ck, lb->devs[b], file, &lo) &&
+	    pin_st_load(ck, lb->devs[b], file, &lo)) {
 		fprintf(stderr, "pinbench: %s\n", pin_st_error(ck));
 		return 1;
 	}
@@ -101,7 +104,7 @@ static int libpin_run(struct cfg *c, struct load_bench *lb, int b,
 		snprintf(lb->fb, sizeof(lb->fb), "libpin: %s%s",
 			 st.direct ? "O_DIRECT; " : "buffered; ",
 			 st.fallback_reason);
-	pin_st_free(ck);
+	pin_st_close(ck);
 	return 0;
 }
 
@@ -124,10 +127,14 @@ static void print_ratios(const struct cfg *c, const struct load_bench *lb)
 
 static int bench_load(struct cfg *c, const char *file)
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req,
-				 .flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
-					  (c->no_kernel_fill ?
-					   PIN_IO_NO_KERNEL_FILL : 0) };
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
+	struct pin_io_opts o = {
+		.size = sizeof(o), .queue_depth = c->qd, .request_size = c->req,
+		.flags = (c->pin_first ? PIN_IO_PIN_FIRST : 0) |
+			 (c->no_kernel_fill ? PIN_IO_NO_KERNEL_FILL : 0),
+	};
 	struct load_bench lb;
 	const char *phase_of[2] = { NULL, NULL };
 	struct pin_region *r = NULL;
@@ -151,8 +158,8 @@ static int bench_load(struct cfg *c, const char *file)
 	lb.i_mmap = add_series(&lb, "mmap + memcpy -> pinned");
 	lb.i_mmap_e2e = add_series(&lb, "mmap + memcpy -> fresh pinned");
 	/* The baselines' pinned destination, allocated once, off the clock. */
-	if (pin_alloc(lb.devs[0], size, 0, &r) &&
-	    pin_alloc(lb.devs[0], size, PIN_ALLOC_FALLBACK, &r)) {
+	if (pin_region_create(lb.devs[0], size, NULL, &r) &&
+	    pin_region_create(lb.devs[0], size, &fallback, &r)) {
 		fprintf(stderr, "pinbench: pinned region of %llu bytes: %s\n",
 			(unsigned long long)size, pin_dev_error(lb.devs[0]));
 		return 1;
@@ -178,9 +185,9 @@ static int bench_load(struct cfg *c, const char *file)
 	       lb.ph);
 	if (!c->json)
 		print_ratios(c, &lb);
-	pin_region_free(r);
+	pin_region_close(r);
 	for (b = 0; b < c->nbackends; b++)
-		pin_close(lb.devs[b]);
+		pin_dev_close(lb.devs[b]);
 	return 0;
 }
 

@@ -17,7 +17,7 @@ static const char *const phase_names[NPHASES] = {
 
 void add_phases(struct series *ph, const struct pin_st *ck)
 {
-	struct pin_st_phases p;
+	struct pin_st_phases p = PIN_INIT(struct pin_st_phases);
 
 	pin_st_phases(ck, &p);
 	add(&ph[0], (double)p.alloc_ns / 1e9);

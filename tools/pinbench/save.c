@@ -34,6 +34,7 @@ static void make_tensors(struct pin_region *r, void *map, uint64_t size,
 		snprintf(names[i], sizeof(names[i]), "w%llu", (unsigned long long)i);
 		shapes[i] = per;
 		t[i] = (struct pin_st_tensor){
+			.size = sizeof(struct pin_st_tensor),
 			.name = names[i], .dtype = PIN_DT_U8, .ndim = 1,
 			.shape = &shapes[i], .nbytes = per, .region = r,
 			.region_offset = i * per,
@@ -43,20 +44,25 @@ static void make_tensors(struct pin_region *r, void *map, uint64_t size,
 
 int bench_save(struct cfg *c, const char *out)
 {
-	struct pin_io_opts o = { .queue_depth = c->qd, .request_size = c->req };
+	const struct pin_region_opts fallback = {
+		.size = sizeof(fallback), .flags = PIN_REGION_FALLBACK,
+	};
+	struct pin_io_opts o = {
+		.size = sizeof(o), .queue_depth = c->qd, .request_size = c->req,
+	};
 	struct pin_st_tensor t[NT];
 	uint64_t shapes[NT], size = c->save_size / NT * NT;
 	char names[NT][16], fiofile[4096], fb[256] = "";
 	struct series s[4];
 	struct pin_region *r;
 	struct pin_dev *dev;
-	struct pin_st *ck = pin_st_new();
+	struct pin_st *ck = pin_st_create();
 	void *map;
 	int run;
 
-	if (pin_open(&dev, c->backends[0]) ||
-	    (pin_alloc(dev, size, 0, &r) &&
-	     pin_alloc(dev, size, PIN_ALLOC_FALLBACK, &r)) ||
+	if (pin_dev_open(&dev, c->backends[0], NULL) ||
+	    (pin_region_create(dev, size, NULL, &r) &&
+	     pin_region_create(dev, size, &fallback, &r)) ||
 	    pin_region_map(r, &map)) {
 		fprintf(stderr, "pinbench: a pinned region of %llu bytes failed\n",
 			(unsigned long long)size);
@@ -70,7 +76,7 @@ int bench_save(struct cfg *c, const char *out)
 	s[2].name = "fio io_uring O_DIRECT + fsync";
 	s[3].name = "fio O_DIRECT + fsync, fixedbufs";
 	for (run = 0; run < c->runs; run++) {
-		struct pin_io_stats st;
+		struct pin_io_stats st = PIN_INIT(struct pin_io_stats);
 		struct cpu_mark m;
 
 		unlink(out);
@@ -102,8 +108,8 @@ int bench_save(struct cfg *c, const char *out)
 	unlink(out);
 	unlink(fiofile);
 	report(c, "save", out, size, s, 4, 2, fb, NULL, NULL);
-	pin_st_free(ck);
-	pin_region_free(r);
-	pin_close(dev);
+	pin_st_close(ck);
+	pin_region_close(r);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -3,8 +3,8 @@
 Internal to pinmem.
 
 The library is found, in this order: the file named by $PINMEM_LIBPIN; the
-checkout's build (build/lib/libpin.so.0, three folders above this file);
-the installed libpin.so.0 through the dynamic loader.
+checkout's build (build/lib/libpin.so.1, three folders above this file);
+the installed libpin.so.1 through the dynamic loader.
 """
 import ctypes
 import os
@@ -15,8 +15,9 @@ PIN_BACKEND_AUTO = 0
 PIN_BACKEND_DEVICE = 1
 PIN_BACKEND_PORTABLE = 2
 
-PIN_ALLOC_FALLBACK = 1 << 0
-PIN_ALLOC_ANY_NODE = 1 << 1
+PIN_REGION_FALLBACK = 1 << 0
+PIN_REGION_ANY_NODE = 1 << 1
+PIN_REGION_NODE = 1 << 2
 
 PIN_STATE_OPEN = 1
 PIN_STATE_SEALED = 2
@@ -37,6 +38,7 @@ uid_t = ctypes.c_uint
 
 class PinDevInfo(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("backend", c_int),
         ("abi_version", c_uint32),
         ("abi_min_compat", c_uint32),
@@ -52,8 +54,9 @@ class PinDevInfo(Structure):
 
 class PinRegionInfo(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("id", c_uint64),
-        ("size", c_uint64),
+        ("region_size", c_uint64),
         ("state", c_int),
         ("donate_pending", c_int),
         ("chunk_order", c_uint),
@@ -71,6 +74,7 @@ class PinRegionInfo(Structure):
 
 class PinHolder(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("pid", pid_t),
         ("kind", c_int),
         ("start", c_uint64),
@@ -84,6 +88,7 @@ class PinHolder(Structure):
 
 class PinRefRange(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("offset", c_uint64),
         ("length", c_uint64),
         ("refs", c_uint64),
@@ -92,21 +97,42 @@ class PinRefRange(Structure):
     ]
 
 
+class PinDevOpts(Structure):
+    _fields_ = [
+        ("size", c_uint32),
+        ("flags", c_uint32),
+        ("why", c_void_p),
+        ("why_len", c_size_t),
+    ]
+
+
+class PinRegionOpts(Structure):
+    _fields_ = [
+        ("size", c_uint32),
+        ("flags", c_uint32),
+        ("node", ctypes.c_int32),
+    ]
+
+
 PinIoProgress = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
 
 
 class PinIoOpts(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("queue_depth", c_uint),
         ("request_size", c_uint32),
         ("flags", c_uint),
         ("progress", PinIoProgress),
         ("progress_arg", c_void_p),
+        ("why", c_void_p),
+        ("why_len", c_size_t),
     ]
 
 
 class PinIoStats(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("bytes", c_uint64),
         ("ns", c_uint64),
         ("io_ns", c_uint64),
@@ -118,8 +144,37 @@ class PinIoStats(Structure):
         ("direct", c_int),
         ("fixed_buffers", c_int),
         ("fallback_reason", c_char * 192),
-        ("error", c_char * 512),
     ]
+
+
+class PinStLoadOpts(Structure):
+    _fields_ = [
+        ("size", c_uint32),
+        ("flags", c_uint32),
+        ("region", POINTER(PinRegionOpts)),
+        ("io", POINTER(PinIoOpts)),
+    ]
+
+
+def init(cls, **fields):
+    """An extensible struct of libpin with its size set (PIN_INIT)."""
+    s = cls(**fields)
+    s.size = ctypes.sizeof(cls)
+    return s
+
+
+def init_array(cls, n):
+    """An array of n for libpin to fill: element 0 says the size."""
+    arr = (cls * n)()
+    arr[0].size = ctypes.sizeof(cls)
+    return arr
+
+
+def why_of(opts, buf):
+    """Point opts' why at buf, a ctypes string buffer."""
+    opts.why = ctypes.cast(buf, c_void_p)
+    opts.why_len = len(buf)
+    return opts
 
 
 # One step of a load (pin_st_timeline); flags: PIN_ST_STEP_*.
@@ -128,6 +183,7 @@ PIN_ST_STEP_KERNEL_FILL = 1
 
 class PinStStep(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("file", c_uint32),
         ("flags", c_uint32),
         ("offset", c_uint64),
@@ -141,6 +197,7 @@ class PinStStep(Structure):
 
 class PinStTensor(Structure):
     _fields_ = [
+        ("size", c_uint32),
         ("name", c_char_p),
         ("dtype", c_int),
         ("ndim", c_uint),
@@ -162,23 +219,21 @@ _st = c_void_p
 
 # name: (restype, argtypes). Every libpin function the binding calls.
 _PROTOTYPES = {
-    "pin_open": (c_int, [POINTER(c_void_p), c_int]),
-    "pin_open_why": (c_int, [POINTER(c_void_p), c_int, c_char_p, c_size_t]),
+    "pin_dev_open": (c_int, [POINTER(c_void_p), c_int, POINTER(PinDevOpts)]),
     "pin_dev_backend_why": (c_char_p, [_dev]),
     "pin_version": (c_char_p, []),
-    "pin_close": (None, [_dev]),
+    "pin_dev_close": (None, [_dev]),
     "pin_dev_backend": (c_int, [_dev]),
     "pin_backend_name": (c_char_p, [c_int]),
     "pin_dev_error": (c_char_p, [_dev]),
     "pin_dev_info": (c_int, [_dev, POINTER(PinDevInfo)]),
     "pin_state_name": (c_char_p, [c_int]),
-    "pin_alloc": (c_int, [_dev, c_uint64, c_uint, POINTER(c_void_p)]),
-    "pin_alloc_on_node": (c_int, [_dev, c_uint64, c_uint, c_int,
+    "pin_region_create": (c_int, [_dev, c_uint64, POINTER(PinRegionOpts),
                                   POINTER(c_void_p)]),
     "pin_region_nodes": (c_int, [_region, POINTER(c_uint64), c_uint]),
     "pin_pci_numa_node": (c_int, [c_char_p]),
     "pin_region_import": (c_int, [_dev, c_int, POINTER(c_void_p)]),
-    "pin_region_free": (c_int, [_region]),
+    "pin_region_close": (c_int, [_region]),
     "pin_region_fd": (c_int, [_region]),
     "pin_region_size": (c_uint64, [_region]),
     "pin_region_id": (c_uint64, [_region]),
@@ -186,11 +241,11 @@ _PROTOTYPES = {
     "pin_region_map": (c_int, [_region, POINTER(c_void_p)]),
     "pin_region_unmap": (c_int, [_region]),
     "pin_region_info": (c_int, [_region, POINTER(PinRegionInfo)]),
-    "pin_seal": (c_int, [_region]),
-    "pin_donate": (c_int, [_region, c_int]),
-    "pin_publish": (c_int, [_region]),
-    "pin_reopen": (c_int, [_region]),
-    "pin_holders": (c_int, [_region, POINTER(PinHolder), c_size_t]),
+    "pin_region_seal": (c_int, [_region]),
+    "pin_region_donate": (c_int, [_region, c_int]),
+    "pin_region_publish": (c_int, [_region]),
+    "pin_region_reopen": (c_int, [_region]),
+    "pin_region_holders": (c_int, [_region, POINTER(PinHolder), c_size_t]),
     "pin_holder_format": (c_int, [POINTER(PinHolder), c_char_p, c_size_t]),
     "pin_view_create": (c_int, [_region, c_uint64, c_uint64, c_uint,
                                 POINTER(c_void_p)]),
@@ -204,17 +259,15 @@ _PROTOTYPES = {
 # Checkpoint I/O and references; optional so that an older libpin still
 # serves views.
 _OPTIONAL = {
-    "pin_refs": (c_int, [_region, POINTER(PinRefRange), c_size_t]),
+    "pin_region_refs": (c_int, [_region, POINTER(PinRefRange), c_size_t]),
     "pin_ref_format": (c_int, [POINTER(PinRefRange), c_char_p, c_size_t]),
     "pin_dtype_name": (c_char_p, [c_int]),
     "pin_dtype_from_name": (c_int, [c_char_p]),
     "pin_dtype_bits": (c_uint, [c_int]),
-    "pin_st_new": (_st, []),
-    "pin_st_free": (None, [_st]),
+    "pin_st_create": (_st, []),
+    "pin_st_close": (None, [_st]),
     "pin_st_error": (c_char_p, [_st]),
-    "pin_st_load": (c_int, [_st, _dev, c_char_p, POINTER(PinIoOpts)]),
-    "pin_st_load_on_node": (c_int, [_st, _dev, c_char_p, c_int, c_uint,
-                                    POINTER(PinIoOpts)]),
+    "pin_st_load": (c_int, [_st, _dev, c_char_p, POINTER(PinStLoadOpts)]),
     "pin_st_count": (c_size_t, [_st]),
     "pin_st_tensor": (c_int, [_st, c_size_t, POINTER(PinStTensor)]),
     "pin_st_metadata_count": (c_size_t, [_st]),
@@ -225,14 +278,14 @@ _OPTIONAL = {
     "pin_st_region": (_region, [_st, c_size_t]),
     "pin_st_take_region": (_region, [_st, c_size_t]),
     "pin_st_load_into": (c_int, [_st, _region, c_uint64, c_char_p,
-                                 POINTER(PinIoOpts)]),
+                                 POINTER(PinStLoadOpts)]),
     "pin_st_parse_file": (c_int, [_st, c_char_p]),
-    "pin_io_read": (c_int, [c_void_p, c_uint64, c_char_p, c_uint64,
+    "pin_file_read": (c_int, [c_void_p, c_uint64, c_char_p, c_uint64,
                             c_uint64, POINTER(PinIoOpts),
                             POINTER(PinIoStats)]),
-    "pin_io_span": (c_uint64, [c_uint64, c_uint64]),
-    "pin_send_fd": (c_int, [c_int, c_int]),
-    "pin_recv_fd": (c_int, [c_int, POINTER(c_int)]),
+    "pin_file_span": (c_uint64, [c_uint64, c_uint64]),
+    "pin_fd_send": (c_int, [c_int, c_int]),
+    "pin_fd_recv": (c_int, [c_int, POINTER(c_int)]),
     "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),
     "pin_st_timeline": (c_int, [_st, POINTER(PinStStep), c_size_t]),
     "pin_st_save": (c_int, [_st, c_char_p, POINTER(PinStTensor), c_size_t,
@@ -247,7 +300,7 @@ def _candidates():
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
     top = os.path.normpath(os.path.join(here, "..", "..", ".."))
-    return [os.path.join(top, "build", "lib", "libpin.so.0"), "libpin.so.0"]
+    return [os.path.join(top, "build", "lib", "libpin.so.1"), "libpin.so.1"]
 
 
 def _load():

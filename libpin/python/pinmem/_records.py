@@ -88,9 +88,11 @@ def _state_name(state):
 
 
 def _region_info(rptr, rerr):
-    i = _lib.PinRegionInfo()
+    i = _lib.init(_lib.PinRegionInfo)
     _check(lib.pin_region_info(rptr, ctypes.byref(i)), rerr, "info")
-    d = {f: getattr(i, f) for f, _ in _lib.PinRegionInfo._fields_}
+    d = {f: getattr(i, f) for f, _ in _lib.PinRegionInfo._fields_
+         if f not in ("size", "region_size")}
+    d["size"] = i.region_size
     d["state"] = _state_name(i.state)
     d["donate_pending"] = bool(i.donate_pending)
     return RegionInfo(**d)

@@ -95,12 +95,13 @@ class Device:
                              "'portable', not %r" % (backend,))
         p = ctypes.c_void_p()
         why = ctypes.create_string_buffer(1024)
-        ret = lib.pin_open_why(ctypes.byref(p), code, why, len(why))
+        opts = _lib.why_of(_lib.init(_lib.PinDevOpts), why)
+        ret = lib.pin_dev_open(ctypes.byref(p), code, ctypes.byref(opts))
         if ret < 0:
             raise PinError(-ret, _lib.text(why.value) or
                            "open %s backend: %s" % (backend,
                                                     os.strerror(-ret)))
-        self._h = _Handle(p.value, lib.pin_close)
+        self._h = _Handle(p.value, lib.pin_dev_close)
         self._lock = threading.Lock()
         self.backend = _lib.text(lib.pin_backend_name(
             lib.pin_dev_backend(p.value)))
@@ -136,11 +137,12 @@ class Device:
         return self.backend == "device"
 
     def info(self):
-        i = _lib.PinDevInfo()
+        i = _lib.init(_lib.PinDevInfo)
         with self._lock:
             _check(lib.pin_dev_info(self._ptr(), ctypes.byref(i)),
                    self._err, "device info")
-        d = {f: getattr(i, f) for f, _ in _lib.PinDevInfo._fields_}
+        d = {f: getattr(i, f) for f, _ in _lib.PinDevInfo._fields_
+             if f != "size"}
         d["backend"] = _lib.text(lib.pin_backend_name(i.backend))
         return DeviceInfo(**d)
 
@@ -154,13 +156,16 @@ class Device:
         if any_node and node is None:
             raise ValueError("pinmem: any_node needs a node")
         p = ctypes.c_void_p()
-        flags = _lib.PIN_ALLOC_FALLBACK if fallback else 0
+        o = _lib.init(_lib.PinRegionOpts)
+        o.flags = _lib.PIN_REGION_FALLBACK if fallback else 0
+        if node is not None:
+            o.flags |= _lib.PIN_REGION_NODE
+            o.node = node
         if any_node:
-            flags |= _lib.PIN_ALLOC_ANY_NODE
+            o.flags |= _lib.PIN_REGION_ANY_NODE
         with self._lock:
-            _check(lib.pin_alloc_on_node(self._ptr(), nbytes, flags,
-                                         -1 if node is None else node,
-                                         ctypes.byref(p)),
+            _check(lib.pin_region_create(self._ptr(), nbytes,
+                                         ctypes.byref(o), ctypes.byref(p)),
                    self._err, "alloc %d bytes" % nbytes)
         return Region(p.value, self)
 
@@ -194,7 +199,7 @@ class Region:
     (read-only views), 'donated' (no views: the owner rewrites it)."""
 
     def __init__(self, ptr, dev):
-        self._h = _Handle(ptr, lib.pin_region_free)
+        self._h = _Handle(ptr, lib.pin_region_close)
         self._lock = threading.Lock()
         self._owner = None          # weakref to the _OwnerMapping
         self.id = lib.pin_region_id(ptr)
@@ -253,7 +258,7 @@ class Region:
                 raise ValueError("pinmem: region %d: arrays over the owner "
                                  "mapping still exist" % self.id)
             if self._h.alive:
-                ret = lib.pin_region_free(self._h.ptr)
+                ret = lib.pin_region_close(self._h.ptr)
                 if ret < 0:
                     _check(ret, self._err, "free")
                 self._h._fin.detach()
@@ -290,8 +295,8 @@ class Region:
     def _holders_unlocked(self):
         cap = 16
         while True:
-            arr = (_lib.PinHolder * cap)()
-            n = lib.pin_holders(self._h.ptr, arr, cap)
+            arr = _lib.init_array(_lib.PinHolder, cap)
+            n = lib.pin_region_holders(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "holders")
             if n <= cap:
@@ -306,12 +311,12 @@ class Region:
             return self._holders_unlocked()
 
     def _refs_unlocked(self):
-        if not _lib.has("pin_refs"):
+        if not _lib.has("pin_region_refs"):
             return []
         cap = 16
         while True:
-            arr = (_lib.PinRefRange * cap)()
-            n = lib.pin_refs(self._h.ptr, arr, cap)
+            arr = _lib.init_array(_lib.PinRefRange, cap)
+            n = lib.pin_region_refs(self._h.ptr, arr, cap)
             if n < 0:
                 _check(n, self._err, "refs")
             if n <= cap:
@@ -338,7 +343,7 @@ class Region:
                             "owner mapping exist, and the portable backend "
                             "makes that mapping read-only when it seals; "
                             "drop them first" % self.id)
-        self._call(lib.pin_seal, "seal")
+        self._call(lib.pin_region_seal, "seal")
 
     def donate(self, timeout=0):
         """OPEN/SEALED -> DONATED, only when no view mapping exists and no
@@ -357,15 +362,15 @@ class Region:
             if timeout > 0 and ms == 0:
                 ms = 1
             ms = min(ms, 2**31 - 1)
-        self._call(lib.pin_donate, "donate", ms)
+        self._call(lib.pin_region_donate, "donate", ms)
 
     def publish(self):
         """DONATED -> SEALED."""
-        self._call(lib.pin_publish, "publish")
+        self._call(lib.pin_region_publish, "publish")
 
     def reopen(self):
         """DONATED -> OPEN."""
-        self._call(lib.pin_reopen, "reopen")
+        self._call(lib.pin_region_reopen, "reopen")
 
     # -- memory
 

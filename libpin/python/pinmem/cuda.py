@@ -12,10 +12,19 @@ from . import _lib, dlpack
 from ._lib import lib
 from .core import PinError, _check
 
+class _CudaOpts(ctypes.Structure):
+    """struct pin_cuda_opts"""
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("why", ctypes.c_void_p),
+        ("why_len", ctypes.c_size_t),
+    ]
+
+
 _lib._OPTIONAL.update({
     "pin_cuda_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
-                                     ctypes.c_int, ctypes.c_char_p,
-                                     ctypes.c_size_t]),
+                                     ctypes.c_int, ctypes.c_void_p]),
     "pin_cuda_close": (None, [ctypes.c_void_p]),
     "pin_cuda_error": (ctypes.c_char_p, [ctypes.c_void_p]),
     "pin_cuda_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
@@ -50,7 +59,8 @@ class Cuda:
             raise PinError(38, "this libpin has no CUDA support")
         p = ctypes.c_void_p()
         buf = ctypes.create_string_buffer(512)
-        ret = lib.pin_cuda_open(ctypes.byref(p), device, buf, len(buf))
+        opts = _lib.why_of(_lib.init(_CudaOpts), buf)
+        ret = lib.pin_cuda_open(ctypes.byref(p), device, ctypes.byref(opts))
         if ret < 0:
             raise PinError(-ret, _lib.text(buf.value) or "pin_cuda_open")
         self.ptr = p.value

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Passing region fds between processes (SCM_RIGHTS over a Unix socket),
-through libpin's pin_send_fd/pin_recv_fd.
+through libpin's pin_fd_send/pin_fd_recv.
 
     # process A                              # process B
     pinmem.send_fd(sock, region.fd())        fd = pinmem.recv_fd(sock)
@@ -24,7 +24,7 @@ def _fileno(sock):
 
 def send_fd(sock, fd):
     """Send fd over the Unix socket sock (a socket or its fileno)."""
-    ret = lib.pin_send_fd(_fileno(sock), fd)
+    ret = lib.pin_fd_send(_fileno(sock), fd)
     if ret < 0:
         raise PinError(-ret, "send_fd: %s" % os.strerror(-ret))
 
@@ -33,7 +33,7 @@ def recv_fd(sock):
     """Receive one fd from sock. PinError ECONNRESET at end of stream,
     EPROTO for a message that carried no fd or more than one."""
     fd = ctypes.c_int(-1)
-    ret = lib.pin_recv_fd(_fileno(sock), ctypes.byref(fd))
+    ret = lib.pin_fd_recv(_fileno(sock), ctypes.byref(fd))
     if ret < 0:
         what = {errno.ECONNRESET: "the peer closed the socket",
                 errno.EPROTO: "the message carried no fd, or more than one"}

@@ -35,6 +35,8 @@ the mapping. The mappings made here are read-only in every region state.
 dtypes: any NumPy dtype JAX has, bfloat16 and float8_e4m3fn/float8_e5m2
 (ml_dtypes, which JAX requires) included, viewing the bytes as they are.
 """
+import ctypes
+
 import jax
 import jax.numpy  # noqa: F401 - jax.numpy.array
 import numpy as np
@@ -42,6 +44,7 @@ import numpy as np
 from . import core
 from . import dtypes as _dtypes
 from .safetensors import native as _native
+from .safetensors import shared as _shared
 
 __all__ = ["view", "load_safetensors", "ALIGNMENT", "mapping_range"]
 
@@ -104,7 +107,39 @@ class Arrays(dict):
     copied = ()
 
 
-def load_safetensors(path, dev=None, copy_unaligned=False, **kw):
+def _load_shared(path, copy_unaligned):
+    """load_safetensors(shared=True): Arrays over pinmem-cached's views
+    (each file's one copy for the whole host), or None: load privately."""
+    files = _shared.shards(path) if str(path).endswith(".index.json") \
+        else [path]
+    out, copied = Arrays(), []
+    out.formats, out.files, out.metadata, out.regions = {}, [], {}, []
+    for f in files:
+        got = _shared.open_image(f)
+        if got is None:
+            return None
+        for name, dt, shape, raw in _shared.tensors(got[0]):
+            addr = raw.__array_interface__["data"][0]
+            # A plain array over the read-only mapping, handed to JAX only
+            # (XLA never writes an imported buffer); it holds the image,
+            # so the mapping lives until JAX frees its buffer.
+            buf = (ctypes.c_uint8 * raw.nbytes).from_address(addr)
+            buf.image = got[0]
+            a = np.ctypeslib.as_array(buf).view(
+                _dtypes.from_name(dt)).reshape(shape)
+            if copy_unaligned and addr % ALIGNMENT:
+                copied.append(name)
+                out[name] = jax.numpy.array(a, copy=True)
+            else:
+                out[name] = _import(a, "tensor %s" % name)
+            out.formats[name] = dt
+        out.files.append(str(f))
+    out.copied = copied
+    return out
+
+
+def load_safetensors(path, dev=None, copy_unaligned=False, shared=False,
+                     **kw):
     """Load a .safetensors file (or the shards of an .index.json) into
     sealed pinned regions (pinmem.load_safetensors, same keywords) and
     return Arrays: name -> jax.Array over them, no copy. Every array of a
@@ -116,7 +151,13 @@ def load_safetensors(path, dev=None, copy_unaligned=False, **kw):
     does (pinmem.save_safetensors puts it on 4096) and the tensors before
     it fill whole multiples of 64 bytes. copy_unaligned=True copies the
     others into JAX's own memory instead of refusing them, and names them
-    in .copied."""
+    in .copied. shared=True: the one copy pinmem-cached holds for the host
+    (pinmem.safetensors.shared; .regions is empty); without a service, a
+    private load and a warning."""
+    if shared:
+        out = _load_shared(path, copy_unaligned)
+        if out is not None:
+            return out
     ck = _native.load_safetensors(path, dev=dev, **kw)
     copied = []
     try:

@@ -23,8 +23,8 @@ int main(void)
 	void *p;
 	char c;
 
-	if (pin_open(&dev, PIN_BACKEND_DEVICE) ||
-	    pin_alloc(dev, 4 << 20, 0, &r) ||
+	if (pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL) ||
+	    pin_region_create(dev, 4 << 20, NULL, &r) ||
 	    pin_view_create(r, 2 << 20, 2 << 20, 0, &v) ||
 	    pin_view_map(v, PROT_READ, &p) || pipe(pfd)) {
 		fprintf(stderr, "hold-refs: setup failed\n");
@@ -43,7 +43,7 @@ int main(void)
 	close(pfd[0]);
 	close(pfd[1]);
 	pin_view_close(v);
-	pin_region_free(r);
-	pin_close(dev);
+	pin_region_close(r);
+	pin_dev_close(dev);
 	return 0;
 }

@@ -19,8 +19,8 @@ int main(void)
 	void *own, *p, *q;
 	char c;
 
-	if (pin_open(&dev, PIN_BACKEND_DEVICE) ||
-	    pin_alloc(dev, 4 << 20, 0, &r) ||
+	if (pin_dev_open(&dev, PIN_BACKEND_DEVICE, NULL) ||
+	    pin_region_create(dev, 4 << 20, NULL, &r) ||
 	    pin_region_map(r, &own) ||
 	    pin_view_create(r, 0, 2 << 20, 0, &ro) ||
 	    pin_view_create(r, 2 << 20, 2 << 20, PIN_VIEW_WRITE, &rw) ||
@@ -37,7 +37,7 @@ int main(void)
 	pin_view_unmap(rw, q);
 	pin_view_close(ro);
 	pin_view_close(rw);
-	pin_region_free(r);
-	pin_close(dev);
+	pin_region_close(r);
+	pin_dev_close(dev);
 	return 0;
 }

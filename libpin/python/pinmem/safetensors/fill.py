@@ -85,7 +85,7 @@ class Placement:
 
 def _places(ck, base=0):
     places = {}
-    t = _lib.PinStTensor()
+    t = _lib.init(_lib.PinStTensor)
     for i in range(lib.pin_st_count(ck.ptr)):
         _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)), ck.err,
                "tensor %d" % i)
@@ -116,9 +116,10 @@ def load_into(region, path, offset=0, queue_depth=None, request_size=None,
     format)."""
     _need("pin_st_load_into")
     opts = _opts(queue_depth, request_size, direct)
+    load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
     with _St() as ck:
         _check(lib.pin_st_load_into(ck.ptr, region._ptr(), offset,
-                                    os.fsencode(path), ctypes.byref(opts)),
+                                    os.fsencode(path), ctypes.byref(load)),
                ck.err, "load %s into region %d" % (path, region.id))
         return Placement(region, _places(ck), _metadata(ck),
                          _stats(ck.ptr))
@@ -127,12 +128,12 @@ def load_into(region, path, offset=0, queue_depth=None, request_size=None,
 def fill_view(view, path, region=None, queue_depth=None, request_size=None,
               direct=True):
     """Read a .safetensors file's data section into a writable view (a
-    PinnedArray of region.view(..., writable=True)) with pin_io_read
+    PinnedArray of region.view(..., writable=True)) with pin_file_read
     (io_uring, O_DIRECT where allowed); the view must start on a page and
     hold the section's 4096-aligned superset. Places are region offsets,
     so that views made after sealing find the tensors; region (the view's
     Region) lets the Placement make them."""
-    _need("pin_io_read")
+    _need("pin_file_read")
     m = _mapping_of(view)
     if m is None or not view.flags.writeable or not view.flags.c_contiguous:
         raise ValueError("pinmem: fill_view needs a writable, contiguous "
@@ -140,17 +141,19 @@ def fill_view(view, path, region=None, queue_depth=None, request_size=None,
     addr = view.__array_interface__["data"][0]
     meta, ents, start = _format.parse_file(path)
     data_len = os.stat(path).st_size - start
-    need = lib.pin_io_span(start, data_len)
+    need = lib.pin_file_span(start, data_len)
     if need > view.nbytes:
         raise ValueError("pinmem: %s needs %d bytes of view (the data "
                          "section's 4096-aligned superset), the view has %d"
                          % (path, need, view.nbytes))
     opts = _opts(queue_depth, request_size, direct)
-    st = _lib.PinIoStats()
-    ret = lib.pin_io_read(addr, view.nbytes, os.fsencode(path), start,
-                          data_len, ctypes.byref(opts), ctypes.byref(st))
+    why = ctypes.create_string_buffer(512)
+    _lib.why_of(opts, why)
+    st = _lib.init(_lib.PinIoStats)
+    ret = lib.pin_file_read(addr, view.nbytes, os.fsencode(path), start,
+                            data_len, ctypes.byref(opts), ctypes.byref(st))
     if ret < 0:
-        raise PinError(-ret, _lib.text(st.error) or os.strerror(-ret))
+        raise PinError(-ret, _lib.text(why.value) or os.strerror(-ret))
     base = m.offset + (addr - m.addr) + ret
     places = {}
     for name, dt, shape, b, e in ents:

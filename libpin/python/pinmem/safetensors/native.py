@@ -23,7 +23,7 @@ def _need(name):
 
 
 def _opts(queue_depth, request_size, direct):
-    o = _lib.PinIoOpts()
+    o = _lib.init(_lib.PinIoOpts)
     o.queue_depth = queue_depth or 0
     o.request_size = request_size or 0
     o.flags = 0 if direct else 1        # PIN_IO_BUFFERED
@@ -32,13 +32,13 @@ def _opts(queue_depth, request_size, direct):
 
 def _kernel_fill(ck):
     """Whether the module's FILL read the load (device backend, ABI 5)."""
-    step = _lib.PinStStep()
+    step = _lib.init(_lib.PinStStep)
     return lib.pin_st_timeline(ck, ctypes.byref(step), 1) > 0 and \
         bool(step.flags & _lib.PIN_ST_STEP_KERNEL_FILL)
 
 
 def _stats(ck):
-    s = _lib.PinIoStats()
+    s = _lib.init(_lib.PinIoStats)
     if lib.pin_st_stats(ck, ctypes.byref(s)) < 0:
         return {}
     secs = s.ns / 1e9
@@ -58,10 +58,10 @@ class _St:
     made of them stay valid)."""
 
     def __init__(self):
-        _need("pin_st_new")
-        self.ptr = lib.pin_st_new()
+        _need("pin_st_create")
+        self.ptr = lib.pin_st_create()
         if not self.ptr:
-            raise MemoryError("pinmem: pin_st_new")
+            raise MemoryError("pinmem: pin_st_create")
 
     def err(self):
         return lib.pin_st_error(self.ptr)
@@ -70,7 +70,7 @@ class _St:
         return self
 
     def __exit__(self, *exc):
-        lib.pin_st_free(self.ptr)
+        lib.pin_st_close(self.ptr)
         self.ptr = None
         return False
 
@@ -152,7 +152,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     copies of the pages and never into the region."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
-    _need("pin_st_load" if node is None else "pin_st_load_on_node")
+    _need("pin_st_load")
     own_dev = dev is None
     if own_dev:
         dev = _open()
@@ -162,15 +162,15 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                            "need the portable backend (the pinmem module "
                            "maps views shared only)" % path)
         opts = _opts(queue_depth, request_size, direct)
+        load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
+        if node is not None:
+            place = _lib.init(_lib.PinRegionOpts, node=node)
+            place.flags = _lib.PIN_REGION_NODE | \
+                (_lib.PIN_REGION_ANY_NODE if any_node else 0)
+            load.region = ctypes.pointer(place)
         with _St() as ck:
-            if node is None:
-                ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
-                                      ctypes.byref(opts))
-            else:
-                flags = _lib.PIN_ALLOC_ANY_NODE if any_node else 0
-                ret = lib.pin_st_load_on_node(ck.ptr, dev._ptr(),
-                                              os.fsencode(path), node,
-                                              flags, ctypes.byref(opts))
+            ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
+                                  ctypes.byref(load))
             _check(ret, ck.err, "load %s" % path)
             stats = _stats(ck.ptr)
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
@@ -193,7 +193,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 by_region[rp] = raw
             regions = None
             if _lib.has("pin_st_take_region"):
-                # Ours now: pin_st_free below no longer frees them. The
+                # Ours now: pin_st_close below no longer frees them. The
                 # owner mapping is not needed until someone asks for it.
                 regions = []
                 for i in range(len(files)):
@@ -201,7 +201,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                     lib.pin_region_unmap(rp)
                     regions.append(Region(rp, dev))
             arrays, formats = {}, {}
-            t = _lib.PinStTensor()
+            t = _lib.init(_lib.PinStTensor)
             for i in range(lib.pin_st_count(ck.ptr)):
                 _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
                        ck.err, "tensor %d" % i)
@@ -245,7 +245,7 @@ def save_safetensors(path, arrays, metadata=None, queue_depth=None,
     items = list(arrays.items()) if isinstance(arrays, Mapping) \
         else list(arrays)
     n = len(items)
-    tensors = (_lib.PinStTensor * max(n, 1))()
+    tensors = _lib.init_array(_lib.PinStTensor, max(n, 1))
     keep = []
     for i, (name, a) in enumerate(items):
         a = np.asarray(a)

@@ -14,7 +14,8 @@ pinmem.safetensors.torch).
 import numpy as np
 
 from . import _atomic, _format
-from ._open import load_bytes, safe_open
+from . import shared as _shared
+from ._open import load_bytes, safe_open, to_framework
 
 __all__ = ["save", "save_file", "load", "load_file"]
 
@@ -50,7 +51,15 @@ def load(data):
     return load_bytes(data, "np")
 
 
-def load_file(filename):
-    """name -> read-only array over pinned memory, in file order."""
+def load_file(filename, shared=False):
+    """name -> read-only array over pinned memory, in file order.
+    shared=True: the one copy pinmem-cached holds for the whole host
+    (pinmem.safetensors.shared); without a service, a private load and a
+    warning."""
+    if shared:
+        ents = _shared.load(filename)
+        if ents is not None:
+            return {name: to_framework(raw, dt, shape, "np")
+                    for name, dt, shape, raw in ents}
     with safe_open(filename, framework="np") as f:
         return {k: f.get_tensor(k) for k in f.offset_keys()}

@@ -23,6 +23,7 @@ import torch
 
 from . import _atomic, _format
 from ._open import load_bytes, safe_open
+from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
 
 __all__ = ["save", "save_file", "load", "load_file", "save_model",
@@ -200,8 +201,15 @@ def load(data):
     return load_bytes(data, "pt")
 
 
-def load_file(filename, device="cpu"):
-    """name -> tensor over pinned memory (device="cpu"), in file order."""
+def load_file(filename, device="cpu", shared=False):
+    """name -> tensor over pinned memory (device="cpu"), in file order.
+    shared=True: the one copy pinmem-cached holds for the whole host,
+    read-only (pinmem.safetensors.shared); without a service, a private
+    load and a warning."""
+    if shared:
+        out = _load_shared(filename, device)
+        if out is not None:
+            return out
     with safe_open(filename, framework="pt", device=device) as f:
         return {k: f.get_tensor(k) for k in f.offset_keys()}
 

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libpin: one pinned copy of a checkpoint per host, shared by every
+ * process that asks pinmem-cached (Documentation/cache.md) for it.
+ *
+ * Part of libpin's public API: pin.h includes it, and the conventions at
+ * the top of pin.h hold here too. Programs include <pin.h>; this header
+ * also compiles on its own.
+ *
+ * The caller opens the checkpoint itself, so its own permissions decide,
+ * and passes the open fd: the service keys what it holds by the file's
+ * identity (device, inode, size, change and modification times), never by
+ * a path, loads it once into a sealed region and hands every asker a
+ * read-only view of it. What a caller gets is a struct pin_st over that
+ * view: the same tensors pin_st_load would give, read-only, in memory
+ * shared with every other caller of the same file.
+ */
+#ifndef PIN_CACHE_H
+#define PIN_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pin_st;		/* pin_st.h */
+
+#define PIN_CACHE_SOCKET	"/run/pinmem/cache.sock"
+
+/* Fail when the service cannot be reached instead of loading privately. */
+#define PIN_CACHE_NO_FALLBACK	(1U << 0)
+
+struct pin_cache_ck;
+
+/* Options of pin_cache_open and pin_cache_list; NULL: all defaults. */
+struct pin_cache_opts {
+	uint32_t size;			/* sizeof(struct pin_cache_opts) */
+	uint32_t flags;			/* PIN_CACHE_NO_FALLBACK */
+	const char *socket;		/* NULL: $PIN_CACHE_SOCKET, else
+					 * PIN_CACHE_SOCKET */
+	char *why;			/* on failure, why; may be NULL */
+	size_t why_len;
+};
+
+/*
+ * Ask the service for the safetensors file open at fd (a regular file
+ * opened for reading; the caller keeps fd). The reply's view is mapped
+ * read-only (a mapping the kernel counts: the service cannot evict the
+ * entry while it exists) and its header parsed into *ckp.
+ *
+ * When no service answers (no socket, refused, gone mid-request) the
+ * file is loaded privately with pin_st_load (backend PIN_BACKEND_AUTO)
+ * unless PIN_CACHE_NO_FALLBACK; pin_cache_shared says which happened and
+ * pin_cache_how why. libpin prints nothing: warning the user is the
+ * caller's to do. Errors the service reports about the file itself (a
+ * format rule, -EIO, -ESTALE, -ENOSPC over its budget, -EACCES for an fd
+ * not open for reading) are returned, with the service's words in
+ * opts->why, and are never retried privately except -ENOSPC. -EINVAL for
+ * options of a size below 1.0's or unknown flags, -E2BIG for fields this
+ * libpin does not know. On failure *ckp is NULL.
+ */
+int pin_cache_open(int fd, const struct pin_cache_opts *opts,
+		   struct pin_cache_ck **ckp);
+
+/* The tensors (valid until pin_cache_close); read-only when shared. */
+const struct pin_st *pin_cache_st(const struct pin_cache_ck *c);
+/* 1: served by the service (shared), 0: loaded privately. */
+int pin_cache_shared(const struct pin_cache_ck *c);
+/*
+ * In words: "shared: entry 3 of pinmem-cached (device backend), loaded
+ * by this request" or "private: no service at /run/pinmem/cache.sock
+ * (No such file or directory); loaded into this process alone".
+ */
+const char *pin_cache_how(const struct pin_cache_ck *c);
+/* The service's entry id (0 when private). */
+uint64_t pin_cache_entry(const struct pin_cache_ck *c);
+/* Unmap the view (or free the private load) and the tensors. NULL: no-op. */
+void pin_cache_close(struct pin_cache_ck *c);
+
+/*
+ * The service's entries (at opts->socket) as a table (one line each: id,
+ * size, age, idle, clients with pid and command, and why one cannot be
+ * evicted), into buf[len], NUL-terminated, cut to fit. Returns the text's
+ * length, or -errno (-ENOENT/-ECONNREFUSED: no service).
+ */
+int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PIN_CACHE_H */

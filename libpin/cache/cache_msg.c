@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The checkpoint cache's packets on the socket: one SOCK_SEQPACKET packet
+ * per message with at most one fd (SCM_RIGHTS). Anything a packet carries
+ * beyond what the receiver may keep is closed here, so a hostile peer
+ * cannot leave fds behind in the service.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cache_proto.h"
+
+int cache_msg_send(int sock, const void *buf, size_t len, int fd, int flags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr msg;
+	ssize_t n;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = sizeof(ctl.buf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &msg, MSG_NOSIGNAL | flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/* Take the fds of a received packet: keep one in *fdp, close the rest. */
+static int take_fds(struct msghdr *msg, int *fdp)
+{
+	struct cmsghdr *c;
+	int count = 0;
+
+	for (c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		size_t nfd, i;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (count++ == 0)
+				*fdp = fd;
+			else
+				close(fd);
+		}
+	}
+	if (count > 1) {
+		close(*fdp);
+		*fdp = -1;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
+		   int flags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct msghdr msg;
+	ssize_t n;
+	int ret;
+
+	*fdp = -1;
+	*lenp = 0;
+	memset(&msg, 0, sizeof(msg));
+	memset(&ctl, 0, sizeof(ctl));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = ctl.buf;
+	msg.msg_controllen = sizeof(ctl.buf);
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	ret = take_fds(&msg, fdp);
+	if (!ret && (msg.msg_flags & MSG_CTRUNC))
+		ret = -EPROTO;	/* fds the kernel dropped: refuse the packet */
+	if (!ret && (msg.msg_flags & MSG_TRUNC))
+		ret = -EMSGSIZE;
+	if (!ret && n == 0)
+		ret = -ECONNRESET;
+	if (ret && *fdp >= 0) {
+		close(*fdp);
+		*fdp = -1;
+	}
+	*lenp = (size_t)n;
+	return ret;
+}

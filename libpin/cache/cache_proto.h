@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checkpoint cache's wire protocol (pinmem-cached and pin_cache_*):
+ * one message per SOCK_SEQPACKET packet, a fixed header then a payload of
+ * the type's size, native byte order (both ends are on one host).
+ *
+ * Shared by libpin's client and the service, which compiles these files
+ * into itself; no name here leaves libpin.so (see libpin.map).
+ */
+#ifndef PIN_CACHE_PROTO_H
+#define PIN_CACHE_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CACHE_MAGIC		0x53434d50U	/* "PMCS" */
+#define CACHE_VERSION		1U
+
+#define CACHE_REQ_LOAD		1U	/* + the checkpoint's fd */
+#define CACHE_REQ_LIST		2U
+#define CACHE_REP_LOAD		0x81U	/* + a read-only view fd */
+#define CACHE_REP_LIST		0x82U
+#define CACHE_REP_ERROR		0xffU
+
+/* Requests are small; a packet longer than this is refused whole. */
+#define CACHE_MAX_REQUEST	256U
+/* Replies: a list of entries is cut to fit (and says so). */
+#define CACHE_MAX_REPLY		(64U << 10)
+
+struct cache_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t length;	/* payload bytes after the header */
+	uint32_t reserved;	/* 0 */
+};
+
+struct cache_req_load {
+	uint32_t flags;		/* none defined: 0 */
+	uint32_t reserved;	/* 0 */
+};
+
+#define CACHE_LOAD_FRESH	(1U << 0)	/* this request loaded it */
+
+struct cache_rep_load {
+	uint64_t entry_id;
+	uint64_t file_size;	/* bytes of the file image at view offset 0 */
+	uint64_t view_length;	/* page multiple >= file_size */
+	uint32_t backend;	/* PIN_BACKEND_DEVICE or _PORTABLE */
+	uint32_t flags;		/* CACHE_LOAD_* */
+};
+
+struct cache_rep_error {
+	int32_t err;		/* a positive errno value */
+	uint32_t reserved;	/* 0 */
+	/* then the message text, not NUL-terminated, to the payload's end */
+};
+
+/* A decoded message: what the packet said, checked against its type. */
+struct cache_msg {
+	unsigned type;
+	union {
+		struct cache_req_load load;
+		struct cache_rep_load rep_load;
+		struct cache_rep_error error;
+	} u;
+	const char *text;	/* LIST, ERROR: into the packet, not terminated */
+	size_t text_len;
+};
+
+/*
+ * Check and decode one packet of len bytes that carried nfds fds. Pure:
+ * no I/O, no allocation. Returns 0, or -EPROTO (*why says which rule:
+ * magic, version, length, reserved bits, payload size, fd count, unknown
+ * type) or -EMSGSIZE (longer than CACHE_MAX_REQUEST / _REPLY for its
+ * direction).
+ */
+int cache_proto_decode(const void *buf, size_t len, int nfds,
+		       struct cache_msg *msg, const char **why);
+
+/* Build a packet into buf (cap bytes); return its length or -ENOSPC. */
+int cache_proto_encode(void *buf, size_t cap, unsigned type,
+		       const void *payload, size_t payload_len);
+/* An ERROR packet; text cut to fit CACHE_MAX_REPLY. */
+int cache_proto_encode_error(void *buf, size_t cap, int err,
+			     const char *text);
+
+/*
+ * One packet over a SOCK_SEQPACKET socket with at most one fd. send:
+ * fd < 0 for none; MSG_NOSIGNAL, flags added (MSG_DONTWAIT for the
+ * service). recv: *fdp gets the fd (close-on-exec) or -1; a packet longer
+ * than cap is -EMSGSIZE, more than one fd -EPROTO (every fd closed);
+ * 0 bytes is -ECONNRESET (end of stream). Both restart on EINTR.
+ */
+int cache_msg_send(int sock, const void *buf, size_t len, int fd, int flags);
+int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
+		   int flags);
+
+#endif /* PIN_CACHE_PROTO_H */

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem-cached's listening sockets: those systemd passes (socket
+ * activation: LISTEN_PID, LISTEN_FDS, fds from 3 on), or one bound here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "service.h"
+
+#define LISTEN_FDS_START	3
+
+/*
+ * The sockets systemd passed, if they are for this process; the variables
+ * are removed so that children do not take them for theirs. Returns how
+ * many (0: not socket-activated), or -EINVAL for sockets that are not
+ * listening SOCK_SEQPACKET ones.
+ */
+int listen_fds_from_systemd(int *fds, int max)
+{
+	const char *pid = getenv("LISTEN_PID"), *nfd = getenv("LISTEN_FDS");
+	long n;
+
+	if (!pid || !nfd || strtol(pid, NULL, 10) != (long)getpid())
+		return 0;
+	n = strtol(nfd, NULL, 10);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (n <= 0 || n > max)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		int fd = LISTEN_FDS_START + i, type = 0, acc = 0;
+		socklen_t l = sizeof(type);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) ||
+		    type != SOCK_SEQPACKET)
+			return -EINVAL;
+		l = sizeof(acc);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l) || !acc)
+			return -EINVAL;
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		fds[i] = fd;
+	}
+	return (int)n;
+}
+
+/*
+ * Whether a service already answers at path: a socket file there that
+ * refuses connections is a dead one's, and may be replaced.
+ */
+static int someone_listens(const struct sockaddr_un *sa)
+{
+	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), ret;
+
+	if (s < 0)
+		return 0;
+	ret = connect(s, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+	close(s);
+	return ret;
+}
+
+/* Bind and listen at path (mode 0660: the owner's group may connect). */
+int listen_on_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int s, ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	if (someone_listens(&sa))
+		return -EADDRINUSE;
+	unlink(path);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return -errno;
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(path, 0660) < 0 || listen(s, 1024) < 0) {
+		ret = -errno;
+		close(s);
+		return ret;
+	}
+	return s;
+}

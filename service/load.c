@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Loading one entry, in a thread of its own so that the event loop keeps
+ * serving: the whole file image (header and data) into a region, checked
+ * as safetensors, sealed, with one read-only view to hand out. The thread
+ * owns the entry's load fields until it queues the entry as done.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "service.h"
+
+#define ALIGN_UP(x, a)	(((x) + (a) - 1) / (a) * (a))
+
+static int fail(struct entry *e, int err, const char *fmt, const char *text)
+{
+	snprintf(e->errtext, sizeof(e->errtext), fmt, text);
+	return err;
+}
+
+/*
+ * Where the service cannot open the file by itself (it runs as its own
+ * user; the client's permissions are what count), read from the client's
+ * fd with pread.
+ */
+static int read_from_fd(struct entry *e, uint64_t size)
+{
+	uint8_t *p;
+	uint64_t off = 0;
+	int ret = pin_region_map(e->region, (void **)&p);
+
+	if (ret)
+		return fail(e, -ret, "map: %s", pin_region_error(e->region));
+	while (off < size) {
+		size_t chunk = size - off > (8U << 20) ? 8U << 20 : size - off;
+		ssize_t n = pread(e->file_fd, p + off, chunk, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail(e, errno, "read: %s", strerror(errno));
+		if (n == 0)
+			return fail(e, EIO, "%s", "read: end of file before its size: the file shrank");
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int read_image(struct entry *e, uint64_t size)
+{
+	struct pin_io_stats stats = PIN_INIT(struct pin_io_stats);
+	char path[64];
+	int ret;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", e->file_fd);
+	ret = pin_region_read_file(e->region, 0, path, 0, size, NULL, &stats);
+	if (ret == -EACCES || ret == -EPERM)
+		return read_from_fd(e, size);
+	if (ret < 0) {
+		/* Named by the path the file had when first asked for. */
+		snprintf(e->errtext, sizeof(e->errtext), "%.150s: %.350s", e->name,
+			 pin_region_error(e->region));
+		return -ret;
+	}
+	return 0;
+}
+
+/* The image must be a valid safetensors file, and the file unchanged. */
+static int check_image(struct entry *e, uint64_t size)
+{
+	struct cache_key now;
+	struct pin_st *st;
+	void *p;
+	int ret;
+
+	ret = pin_region_map(e->region, &p);
+	if (ret)
+		return fail(e, -ret, "map: %s", pin_region_error(e->region));
+	st = pin_st_create();
+	if (!st)
+		return fail(e, ENOMEM, "%s", "out of memory");
+	ret = pin_st_parse_buffer(st, p, size, e->name);
+	if (ret)
+		fail(e, -ret, "%s", pin_st_error(st));
+	pin_st_close(st);
+	if (ret)
+		return -ret;
+	if (key_of_fd(e->file_fd, &now, e->errtext, sizeof(e->errtext)))
+		return EIO;
+	if (!key_equal(&now, &e->key))
+		return fail(e, ESTALE, "%s: the file changed while it was loaded",
+			    e->name);
+	return 0;
+}
+
+static int load_entry(struct entry *e)
+{
+	const char *delay = getenv("PINMEM_CACHED_LOAD_DELAY_MS");
+	uint64_t size = (uint64_t)e->key.size;
+	int ret;
+
+	/* For the tests: a load slow enough to meet others, or a kill. */
+	if (delay)
+		usleep((useconds_t)atoi(delay) * 1000);
+
+	if (size < 8)
+		return fail(e, EINVAL, "%s: shorter than the 8-byte header length: not a safetensors file",
+			    e->name);
+	ret = pin_dev_open(&e->dev, e->backend, &(struct pin_dev_opts){
+		.size = sizeof(struct pin_dev_opts), .why = e->errtext,
+		.why_len = sizeof(e->errtext) });
+	if (ret)
+		return -ret;
+	ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
+				&(struct pin_region_opts){
+					.size = sizeof(struct pin_region_opts),
+					.flags = PIN_REGION_FALLBACK },
+				&e->region);
+	if (ret)
+		return fail(e, -ret, "allocate: %s", pin_dev_error(e->dev));
+	/* The whole region: a hugetlb memfd's views must be 2 MiB multiples. */
+	e->view_length = pin_region_size(e->region);
+	ret = read_image(e, size);
+	if (!ret)
+		ret = check_image(e, size);
+	if (ret)
+		return ret;
+	pin_region_unmap(e->region);
+	ret = pin_region_seal(e->region);
+	if (ret)
+		return fail(e, -ret, "seal: %s", pin_region_error(e->region));
+	ret = pin_view_create(e->region, 0, e->view_length, 0, &e->view);
+	if (ret)
+		return fail(e, -ret, "view: %s", pin_region_error(e->region));
+	return 0;
+}
+
+/* The load's thread: load, then queue the entry for the loop. */
+static void *load_thread(void *arg)
+{
+	struct entry *e = arg;
+	struct store *s = e->owner;
+	uint64_t one = 1;
+
+	e->err = load_entry(e);
+	close(e->file_fd);
+	e->file_fd = -1;
+	pthread_mutex_lock(&s->lock);
+	e->done_next = s->done;
+	s->done = e;
+	pthread_mutex_unlock(&s->lock);
+	if (write(s->done_efd, &one, sizeof(one)) < 0)
+		perror("pinmem-cached: eventfd");
+	return NULL;
+}
+
+int load_start(struct store *s, struct entry *e)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	e->owner = s;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, load_thread, e);
+	pthread_attr_destroy(&attr);
+	return -ret;
+}
+
+/* One completed load, or NULL when none is left (the loop reads the
+ * eventfd first, then takes until NULL). */
+struct entry *load_take_done(struct store *s)
+{
+	struct entry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = s->done;
+	if (e)
+		s->done = e->done_next;
+	pthread_mutex_unlock(&s->lock);
+	return e;
+}

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem-cached: one pinned copy of a checkpoint per host, shared by
+ * every process that asks for it (Documentation/cache.md).
+ *
+ *   pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]
+ *                 [--backend auto|device|portable] [--client-timeout S]
+ *                 [--max-clients N]
+ *   pinmem-cached --list [--socket PATH]
+ *
+ * Under systemd the socket comes from socket activation; otherwise it is
+ * bound at PATH (default /run/pinmem/cache.sock). It starts empty: what
+ * an earlier instance held died with it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <pin.h>
+
+#include "service.h"
+
+#define CACHE_LIST_MAX	(64 << 10)
+
+static void usage(FILE *f)
+{
+	fputs("usage: pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]\n"
+	      "                     [--backend auto|device|portable] [--client-timeout SECONDS]\n"
+	      "                     [--max-clients N]\n"
+	      "       pinmem-cached --list [--socket PATH]\n"
+	      "SIZE takes K, M, G suffixes; the budget is the smaller of SIZE and PERCENT\n"
+	      "of RAM (default: 50% of RAM).\n", f);
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	int shift = 0;
+
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	}
+	if (end == s || *end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static uint64_t ram_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+}
+
+static int list_entries(const char *path)
+{
+	struct pin_cache_opts o = { .size = sizeof(o), .socket = path };
+	char *buf = malloc(CACHE_LIST_MAX);
+	int n;
+
+	if (!buf)
+		return 1;
+	n = pin_cache_list(&o, buf, CACHE_LIST_MAX);
+	if (n < 0) {
+		fprintf(stderr, "pinmem-cached --list: %s: %s\n",
+			path ? path : PIN_CACHE_SOCKET, buf[0] ? buf : strerror(-n));
+		free(buf);
+		return n == -ENOENT || n == -ECONNREFUSED ? 3 : 1;
+	}
+	fputs(buf, stdout);
+	free(buf);
+	return 0;
+}
+
+struct options {
+	const char *socket;
+	uint64_t budget;
+	unsigned percent;
+	int backend;
+	int list;
+	struct loop_opts loop;
+};
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option lopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "budget", required_argument, NULL, 'b' },
+		{ "budget-ram", required_argument, NULL, 'r' },
+		{ "backend", required_argument, NULL, 'B' },
+		{ "client-timeout", required_argument, NULL, 't' },
+		{ "max-clients", required_argument, NULL, 'm' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o->socket = optarg; break;
+		case 'b':
+			if (parse_size(optarg, &o->budget) || !o->budget)
+				return -EINVAL;
+			break;
+		case 'r':
+			o->percent = (unsigned)atoi(optarg);
+			if (o->percent < 1 || o->percent > 100)
+				return -EINVAL;
+			break;
+		case 'B':
+			o->backend = !strcmp(optarg, "device") ? PIN_BACKEND_DEVICE :
+				     !strcmp(optarg, "portable") ? PIN_BACKEND_PORTABLE :
+				     !strcmp(optarg, "auto") ? PIN_BACKEND_AUTO : -1;
+			if (o->backend < 0)
+				return -EINVAL;
+			break;
+		case 't':
+			o->loop.client_timeout_ms = atoi(optarg) * 1000;
+			if (o->loop.client_timeout_ms <= 0)
+				return -EINVAL;
+			break;
+		case 'm':
+			o->loop.max_clients = (unsigned)atoi(optarg);
+			if (!o->loop.max_clients)
+				return -EINVAL;
+			break;
+		case 'l': o->list = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: return -EINVAL;
+		}
+	}
+	return optind == argc ? 0 : -EINVAL;
+}
+
+/*
+ * Every connection and every entry holds fds (an entry three: its device,
+ * region and view): raise the soft limit to the hard one, and keep the
+ * connections to half of it.
+ */
+static void fit_fd_limit(struct loop_opts *o)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur != RLIM_INFINITY && o->max_clients > rl.rlim_cur / 2)
+		o->max_clients = rl.rlim_cur / 2 > 16 ? (unsigned)(rl.rlim_cur / 2) : 16;
+}
+
+/* The backend the loads will use, asked once so that a wrong one fails now. */
+static int pick_backend(int want, char *why, size_t len)
+{
+	struct pin_dev *dev;
+	int ret = pin_dev_open(&dev, want, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = len });
+
+	if (ret)
+		return ret;
+	snprintf(why, len, "%s", pin_dev_backend_why(dev));
+	ret = pin_dev_backend(dev);
+	pin_dev_close(dev);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .loop = { 10000, 4096 } };
+	char why[512], b[32];
+	uint64_t budget;
+	int lfds[16], n, backend, ret;
+
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.list)
+		return list_entries(o.socket);
+	budget = ram_bytes() / 100 * (o.percent ? o.percent : 50);
+	if (o.budget && (o.budget < budget || !o.percent))
+		budget = o.budget;
+	fit_fd_limit(&o.loop);
+	backend = pick_backend(o.backend, why, sizeof(why));
+	if (backend < 0) {
+		fprintf(stderr, "pinmem-cached: %s\n", why);
+		return 1;
+	}
+	n = listen_fds_from_systemd(lfds, 16);
+	if (n == 0) {
+		lfds[0] = listen_on_path(o.socket ? o.socket : PIN_CACHE_SOCKET);
+		n = lfds[0] < 0 ? lfds[0] : 1;
+	}
+	if (n < 0) {
+		fprintf(stderr, "pinmem-cached: cannot listen on %s: %s\n",
+			o.socket ? o.socket : "the sockets systemd passed",
+			strerror(-n));
+		return 1;
+	}
+	struct store s;
+
+	ret = store_init(&s, budget, backend);
+	if (ret)
+		return 1;
+	human_bytes(budget, b, sizeof(b));
+	fprintf(stderr, "pinmem-cached: serving, budget %s, %s; starting empty\n",
+		b, why);
+	ret = loop_run(&s, lfds, n, &o.loop);
+	store_fini(&s);
+	if (ret)
+		fprintf(stderr, "pinmem-cached: %s\n", strerror(-ret));
+	return ret ? 1 : 0;
+}

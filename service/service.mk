@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: GPL-2.0
+# pinmem-cached (service/): one pinned copy of a checkpoint per host. It
+# links libpin and compiles the cache protocol's files (libpin/cache/*.c,
+# which libpin.so keeps to itself) into the binary. Installed to sbin/;
+# with install-service, beside the systemd units and the sysusers.d file
+# (deploy/pinmem-cached.*) and the manual page.
+
+SERVICE_SRCS	:= $(sort $(wildcard service/*.c))
+SERVICE_PROTO	:= libpin/cache/cache_proto.c libpin/cache/cache_msg.c
+CACHED		:= $(B)/sbin/pinmem-cached
+
+all: $(CACHED)
+
+$(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
+		libpin/cache/cache_proto.h include/pin_cache.h \
+		$(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -Ilibpin -Ilibpin/cache -pthread -o $@ $(SERVICE_SRCS) \
+		$(SERVICE_PROTO) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
+
+SYSTEMD_UNITDIR	?= /usr/lib/systemd/system
+SYSUSERSDIR	?= /usr/lib/sysusers.d
+
+# With ASan+UBSan over libpin's sanitized build, for the host suite.
+CACHED_SAN	:= $(B)/sbin-san/pinmem-cached
+all: $(CACHED_SAN) $(B)/tests/cache-san/cache-client
+$(CACHED_SAN): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
+		libpin/cache/cache_proto.h include/pin_cache.h \
+		$(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ilibpin -Ilibpin/cache -pthread -o $@ \
+		$(SERVICE_SRCS) $(SERVICE_PROTO) $(B)/lib-san/libpin.a -ldl -luring
+$(B)/tests/cache-san/cache-client: tests/cache/cache-client.c \
+		include/pin_cache.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -o $@ $< $(B)/lib-san/libpin.a -ldl -luring
+
+install: install-service
+install-service: $(CACHED)
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(SYSTEMD_UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(CACHED) $(DESTDIR)$(PREFIX)/sbin/
+	sed 's|/usr/sbin/|$(PREFIX)/sbin/|' deploy/pinmem-cached.service \
+		>$(DESTDIR)$(SYSTEMD_UNITDIR)/pinmem-cached.service
+	install -m 0644 deploy/pinmem-cached.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
+	install -m 0644 deploy/pinmem-cached.sysusers \
+		$(DESTDIR)$(SYSUSERSDIR)/pinmem-cached.conf
+	install -m 0644 service/pinmem-cached.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+.PHONY: install-service

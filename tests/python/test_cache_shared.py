@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-2.0
+"""load_file(path, shared=True): tensors over pinmem-cached's one copy.
+
+Each test starts its own service (build/sbin/pinmem-cached) on a socket of
+its own, on the backend the suite runs on.
+"""
+import os
+import subprocess
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from pinmem.safetensors import SafetensorError
+from pinmem.safetensors import numpy as stnp
+from pinmem.safetensors import shared
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CACHED = os.path.join(TOP, "build", "sbin", "pinmem-cached")
+MKST = os.path.join(TOP, "tests", "cache", "mkst.py")
+
+
+@pytest.fixture
+def service(tmp_path):
+    if not os.path.exists(CACHED):
+        pytest.skip("pinmem-cached is not built")
+    sock = str(tmp_path / "cache.sock")
+    p = subprocess.Popen([CACHED, "--socket", sock, "--budget", "64M",
+                          "--backend", os.environ.get("PIN_BACKEND", "auto")],
+                         stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    yield sock
+    p.terminate()
+    p.wait()
+
+
+def _file(tmp_path, name="m.safetensors", seed=3):
+    path = str(tmp_path / name)
+    subprocess.run(["python3", MKST, path, "64", str(seed)], check=True)
+    return path
+
+
+def _entries(sock):
+    out = subprocess.run([CACHED, "--list", "--socket", sock], check=True,
+                         capture_output=True, text=True).stdout
+    return out
+
+
+def test_numpy_shared_equals_private_and_is_read_only(service, tmp_path,
+                                                      monkeypatch):
+    path = _file(tmp_path)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    a = stnp.load_file(path, shared=True)
+    b = stnp.load_file(path, shared=True)
+    priv = stnp.load_file(path)
+    assert list(a) == list(priv) == ["big", "small"]
+    for k in priv:
+        assert np.array_equal(a[k], priv[k]) and np.array_equal(b[k], priv[k])
+    assert not a["small"].flags.writeable
+    with pytest.raises(ValueError):
+        a["small"][0] = 5
+    assert ", 1 entries," in _entries(service)
+
+
+def test_no_service_loads_privately_and_warns_once(tmp_path, monkeypatch):
+    path = _file(tmp_path)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", str(tmp_path / "none"))
+    monkeypatch.setattr(shared, "_warned", [])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = stnp.load_file(path, shared=True)
+        stnp.load_file(path, shared=True)
+    said = [x for x in w if issubclass(x.category, RuntimeWarning)]
+    assert len(said) == 1 and "no service at" in str(said[0].message)
+    assert a["small"].tolist() == [1.0, 2.0, 3.0, 3.0]
+
+
+def test_file_errors_raise(service, tmp_path, monkeypatch):
+    path = str(tmp_path / "bad.safetensors")
+    with open(path, "wb") as f:
+        f.write(b"\x10" + b"\0" * 7 + b'{"a":nonsense!!}')
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    with pytest.raises(SafetensorError, match="pinmem-cached"):
+        stnp.load_file(path, shared=True)
+
+
+@pytest.mark.torch
+def test_torch_shared_read_only(service, tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    import pinmem
+    from pinmem.safetensors import torch as stt
+    path = _file(tmp_path)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    sd = stt.load_file(path, shared=True)
+    assert sd["small"].tolist() == [1.0, 2.0, 3.0, 3.0]
+    assert sd["big"].dtype == torch.uint8
+    with pytest.raises(pinmem.ReadOnlyError):
+        sd["small"].mul_(2)
+    assert (sd["small"] * 2).tolist() == [2.0, 4.0, 6.0, 6.0]
+
+
+def test_sharded_index_each_shard_an_entry(service, tmp_path, monkeypatch):
+    import json
+    a = _file(tmp_path, "s-1.safetensors", 5)
+    b = str(tmp_path / "s-2.safetensors")
+    stnp.save_file({"other": np.arange(10, dtype=np.int32)}, b)
+    index = str(tmp_path / "m.safetensors.index.json")
+    with open(index, "w") as f:
+        json.dump({"weight_map": {"big": os.path.basename(a),
+                                  "small": os.path.basename(a),
+                                  "other": os.path.basename(b)}}, f)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    sd = stnp.load_file(index, shared=True)
+    assert sorted(sd) == ["big", "other", "small"]
+    assert sd["other"].tolist() == list(range(10))
+    assert ", 2 entries," in _entries(service)
+
+
+def test_jax_shared_zero_copy(service, tmp_path, monkeypatch):
+    jax = pytest.importorskip("jax")
+    import pinmem.jax as pj
+    from pinmem.safetensors import native
+    path = str(tmp_path / "j.safetensors")
+    native.save_safetensors(path, {"w": np.arange(1024, dtype=np.float32),
+                                   "v": np.ones(64, np.float32)})
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    p = pj.load_safetensors(path, shared=True)
+    assert isinstance(p["w"], jax.Array) and p.copied == []
+    assert float(p["w"].sum()) == 523776.0
+    # load_safetensors checks JAX read the mapping in place; the entry is
+    # the service's one copy.
+    assert p.regions == [] and p.files == [path]
+    assert ", 1 entries," in _entries(service)
+    assert pj.Arrays.formats == {}      # the class defaults stay empty
