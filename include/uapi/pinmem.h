@@ -19,31 +19,11 @@
  * first published one is a foreign ioctl: ENOTTY. The records of LIST,
  * HOLDERS and REFS are sized the same way, by the caller's record_size.
  *
- * Three kinds of fd:
- *  - device fd:  open("/dev/pinmem"). VERSION, DEV_INFO, ALLOC, LIST,
- *                HOLDERS (by region id).
- *  - region fd:  from ALLOC (anonymous inode, O_RDWR|O_CLOEXEC). mmap of it is
- *                an owner mapping. INFO, VIEW, HOLDERS, SEAL, DONATE,
- *                PUBLISH, REOPEN, EXPECT, REFS, NODES, POPULATE.
- *  - view fd:    from VIEW (anonymous inode, O_CLOEXEC; O_RDONLY unless
- *                PINMEM_VIEW_WRITE). mmap of it is a view mapping, file
- *                offset 0 being the view's first byte. VIEW_INFO, INFO,
- *                HOLDERS, REFS, NODES.
- *
- * mmap rules (region and view fds alike):
- *  - MAP_SHARED only; MAP_PRIVATE fails with EINVAL.
- *  - file offset + length must lie within the region (view): else EINVAL.
- *  - a view mapping while the region is DONATED, or while a DONATE waits,
- *    fails with EBUSY.
- *  - a PROT_WRITE view mapping of a read-write view fd while the region is
- *    not OPEN fails with EPERM (of a read-only view fd: EACCES, from the
- *    kernel's own check). Mappings that cannot write now can never be
- *    mprotect()ed to write (EACCES).
- *  - mappings cannot grow (mremap: EFAULT); that includes duplicating one
- *    with mremap(old_len = 0), which is growth from zero. Moving a mapping
- *    is counted like any other mapping.
- *  - pages are inserted as ordinary struct pages, so GUP (O_DIRECT,
- *    process_vm_readv, cuMemHostRegister) works on every mapping.
+ * Three kinds of fd: the device fd (open("/dev/pinmem")), region fds (from
+ * ALLOC; mmap of one is an owner mapping) and view fds (from VIEW; mmap of
+ * one is a view mapping). Which fd serves each ioctl, the mmap rules, each
+ * ioctl's errors and every field's ABI version: Documentation/abi.md in the
+ * pinmem source tree, the reference that this header is checked against.
  */
 #ifndef _UAPI_PINMEM_H
 #define _UAPI_PINMEM_H
