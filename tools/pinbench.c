@@ -125,8 +125,9 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 			c->qd = (unsigned)v;
 			break;
 		case 'r':
-			if (parse_size("--request-size", optarg, PIN_IO_ALIGN,
-				       PIN_IO_MAX_REQUEST_SIZE, &v))
+			if (parse_size_multiple("--request-size", optarg,
+						PIN_IO_ALIGN,
+						PIN_IO_MAX_REQUEST_SIZE, &v))
 				return ARGS_EXIT_USAGE;
 			c->req = (uint32_t)v;
 			break;

@@ -344,8 +344,9 @@ static int parse_options(int argc, char **argv, struct options *op)
 			op->o.queue_depth = (unsigned)v;
 			break;
 		case 'r':
-			if (parse_size("--request-size", optarg, PIN_IO_ALIGN,
-				       PIN_IO_MAX_REQUEST_SIZE, &v))
+			if (parse_size_multiple("--request-size", optarg,
+						PIN_IO_ALIGN,
+						PIN_IO_MAX_REQUEST_SIZE, &v))
 				return ARGS_EXIT_USAGE;
 			op->o.request_size = (uint32_t)v;
 			break;

@@ -101,6 +101,24 @@ int parse_size(const char *opt, const char *text, uint64_t min, uint64_t max,
 	return 0;
 }
 
+int parse_size_multiple(const char *opt, const char *text, uint64_t unit,
+			uint64_t max, uint64_t *out)
+{
+	char what[48];
+	uint64_t v;
+
+	if (parse_size(opt, text, unit, max, &v))
+		return -1;
+	if (v % unit) {
+		size_words(unit, what, sizeof(what));
+		fprintf(stderr, "%s: %s: \"%s\" is not a multiple of %s\n",
+			program_invocation_short_name, opt, text, what);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 void args_try_help(void)
 {
 	fprintf(stderr, "Try '%s --help' for the options.\n",

@@ -20,6 +20,10 @@ int parse_u64(const char *opt, const char *text, uint64_t min, uint64_t max,
 int parse_size(const char *opt, const char *text, uint64_t min, uint64_t max,
 	       uint64_t *out);
 
+/* A size that is a multiple of unit, from unit to max. */
+int parse_size_multiple(const char *opt, const char *text, uint64_t unit,
+			uint64_t max, uint64_t *out);
+
 /* After getopt has named an unknown option or a missing argument. */
 void args_try_help(void);
 
