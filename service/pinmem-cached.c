@@ -22,6 +22,7 @@
 
 #include <pin.h>
 
+#include "lib/args.h"
 #include "service.h"
 
 #define CACHE_LIST_MAX	(64 << 10)
@@ -32,25 +33,10 @@ static void usage(FILE *f)
 	      "                     [--backend auto|device|portable] [--client-timeout SECONDS]\n"
 	      "                     [--max-clients N]\n"
 	      "       pinmem-cached --list [--socket PATH]\n"
-	      "SIZE takes K, M, G suffixes; the budget is the smaller of SIZE and PERCENT\n"
-	      "of RAM (default: 50% of RAM).\n", f);
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	int shift = 0;
-
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	}
-	if (end == s || *end || v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
+	      "SIZE takes K, M, G, T suffixes; the budget is the smaller of SIZE and\n"
+	      "PERCENT (1..100) of RAM (default: 50% of RAM). SECONDS: 1..86400\n"
+	      "(default 10); N: 1..1000000 (default 4096, at most half the fd limit).\n"
+	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 --list: no daemon there.\n", f);
 }
 
 static uint64_t ram_bytes(void)
@@ -102,43 +88,51 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t v;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->socket = optarg; break;
 		case 'b':
-			if (parse_size(optarg, &o->budget) || !o->budget)
+			if (parse_size("--budget", optarg, 1ULL << 20, 1ULL << 50,
+				       &o->budget))
 				return -EINVAL;
 			break;
 		case 'r':
-			o->percent = (unsigned)atoi(optarg);
-			if (o->percent < 1 || o->percent > 100)
+			if (parse_u64("--budget-ram", optarg, 1, 100, &v))
 				return -EINVAL;
+			o->percent = (unsigned)v;
 			break;
 		case 'B':
 			o->backend = !strcmp(optarg, "device") ? PIN_BACKEND_DEVICE :
 				     !strcmp(optarg, "portable") ? PIN_BACKEND_PORTABLE :
 				     !strcmp(optarg, "auto") ? PIN_BACKEND_AUTO : -1;
-			if (o->backend < 0)
+			if (o->backend < 0) {
+				fprintf(stderr, "pinmem-cached: --backend: \"%s\" is not auto, device or portable\n",
+					optarg);
 				return -EINVAL;
+			}
 			break;
 		case 't':
-			o->loop.client_timeout_ms = atoi(optarg) * 1000;
-			if (o->loop.client_timeout_ms <= 0)
+			if (parse_u64("--client-timeout", optarg, 1, 86400, &v))
 				return -EINVAL;
+			o->loop.client_timeout_ms = (int)v * 1000;
 			break;
 		case 'm':
-			o->loop.max_clients = (unsigned)atoi(optarg);
-			if (!o->loop.max_clients)
+			if (parse_u64("--max-clients", optarg, 1, 1000000, &v))
 				return -EINVAL;
+			o->loop.max_clients = (unsigned)v;
 			break;
 		case 'l': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;
 		}
 	}
-	return optind == argc ? 0 : -EINVAL;
+	if (optind == argc)
+		return 0;
+	fprintf(stderr, "pinmem-cached: unexpected argument \"%s\"\n", argv[optind]);
+	return -EINVAL;
 }
 
 /*
@@ -181,8 +175,8 @@ int main(int argc, char **argv)
 	int lfds[16], n, backend, ret;
 
 	if (parse_args(argc, argv, &o)) {
-		usage(stderr);
-		return 2;
+		args_try_help();
+		return ARGS_EXIT_USAGE;
 	}
 	if (o.list)
 		return list_entries(o.socket);

@@ -14,7 +14,9 @@
  *                        with registered buffers)
  *
  * Runs alternate between the methods; the page cache is dropped before each
- * run (needs root; otherwise the report says the caches were warm). The
+ * run (needs root; otherwise, or with --no-drop-caches, the report says the
+ * caches were warm). Dropping is the whole machine's page cache, so it is
+ * said on stderr once. The
  * report gives medians and ratios. The in-process baselines read into a
  * pinned region allocated before their clock starts, except "mmap + memcpy
  * -> fresh pinned", which allocates, maps and locks its destination in the
@@ -31,23 +33,24 @@
 
 #include <pin.h>
 
+#include "lib/args.h"
 #include "pinbench/bench.h"
 
-static void usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: pinbench load FILE [options]\n"
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
-		"  --runs N            alternated runs per method (default 5)\n"
-		"  --queue-depth N     (default %u)\n"
-		"  --request-size N    bytes, K/M/G suffix (default %u)\n"
+		"  --runs N            alternated runs per method, 1..%d (default 5)\n"
+		"  --queue-depth N     1..256 (default %u)\n"
+		"  --request-size N    bytes, 4K..64M, K/M suffix (default %u)\n"
 		"  --backend LIST      device, portable, or device,portable to compare\n"
 		"                      (load; save uses the first)\n"
 		"  --size N            save: bytes to write; donate: the largest region;\n"
-		"                      alloc-rate: the region (K/M/G suffix, default 1G)\n"
+		"                      alloc-rate: the region (K/M/G/T suffix, default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n"
 		"  --hugetlb-pool      load: run inside a hugetlb pool big enough for the\n"
@@ -56,24 +59,11 @@ static void usage(void)
 		"                      (no overlap), to compare with the default\n"
 		"  --no-kernel-fill    load, device backend: read through the mapping\n"
 		"                      with io_uring instead of the module's FILL\n"
-		"  --version           pinbench's and libpin's version\n",
-		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	}
-	if (*end || !v)
-		return -1;
-	*out = v;
-	return 0;
+		"  --no-drop-caches    load, save: keep the page cache (else, as root, the\n"
+		"                      whole machine's page cache is dropped before each run)\n"
+		"  --version           pinbench's and libpin's version\n"
+		"Exit status: 0 ok, 1 a benchmark failed, 2 usage error.\n",
+		MAX_RUNS, PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
 
 static int parse_backend(const char *s)
@@ -85,6 +75,17 @@ static int parse_backend(const char *s)
 	if (!strcmp(s, "auto"))
 		return PIN_BACKEND_AUTO;
 	return -1;
+}
+
+/* The largest --size (donate and alloc-rate refuse what the host cannot). */
+#define MAX_SIZE	(1ULL << 50)
+
+static int bad_backend(const char *first, const char *comma)
+{
+	fprintf(stderr, "pinbench: --backend: \"%s%s%s\" is not device, portable, "
+		"auto or two of them with a comma\n", first, comma ? "," : "",
+		comma ? comma + 1 : "");
+	return ARGS_EXIT_USAGE;
 }
 
 /* The options into c: -1 to go on, or the exit status. */
@@ -101,6 +102,7 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 		{ "hugetlb-pool", no_argument, NULL, 'H' },
 		{ "pin-first", no_argument, NULL, 'P' },
 		{ "no-kernel-fill", no_argument, NULL, 'K' },
+		{ "no-drop-caches", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -112,14 +114,21 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
-			c->runs = atoi(optarg);
-			if (c->runs < 1 || c->runs > MAX_RUNS)
-				return usage(), 2;
+			if (parse_u64("--runs", optarg, 1, MAX_RUNS, &v))
+				return ARGS_EXIT_USAGE;
+			c->runs = (int)v;
 			break;
-		case 'q': c->qd = (unsigned)atoi(optarg); break;
+		case 'q':
+			if (parse_u64("--queue-depth", optarg, 1,
+				      PIN_IO_MAX_QUEUE_DEPTH, &v))
+				return ARGS_EXIT_USAGE;
+			c->qd = (unsigned)v;
+			break;
 		case 'r':
-			if (parse_size(optarg, &v) || v > UINT32_MAX)
-				return usage(), 2;
+			if (parse_size_multiple("--request-size", optarg,
+						PIN_IO_ALIGN,
+						PIN_IO_MAX_REQUEST_SIZE, &v))
+				return ARGS_EXIT_USAGE;
 			c->req = (uint32_t)v;
 			break;
 		case 'b':
@@ -133,27 +142,47 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 				c->nbackends = 2;
 			}
 			if (c->backends[0] < 0 || (comma && c->backends[1] < 0))
-				return usage(), 2;
+				return bad_backend(optarg, comma);
 			break;
 		case 's':
-			if (parse_size(optarg, &c->save_size))
-				return usage(), 2;
+			if (parse_size("--size", optarg, PIN_IO_ALIGN, MAX_SIZE,
+				       &c->save_size))
+				return ARGS_EXIT_USAGE;
 			break;
 		case 'f': c->fio = optarg; break;
 		case 'j': c->json = 1; break;
 		case 'H': c->hugetlb_pool = 1; break;
 		case 'P': c->pin_first = 1; break;
 		case 'K': c->no_kernel_fill = 1; break;
+		case 'D': c->keep_caches = 1; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
 			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			usage();
-			return ch == 'h' ? 0 : 2;
+			args_try_help();
+			return ARGS_EXIT_USAGE;
 		}
 	}
 	return -1;
+}
+
+/*
+ * Cold runs for load and save, unless --no-drop-caches: dropping once now
+ * tells whether it works (root), and says so, as it is the whole machine's
+ * page cache and not only the benchmark's file.
+ */
+static void plan_cold_runs(struct cfg *c)
+{
+	if (c->keep_caches || drop_caches()) {
+		c->cold = 0;
+		return;
+	}
+	fputs("pinbench: dropping the page cache (echo 3 > /proc/sys/vm/drop_caches) "
+	      "before each cold run; --no-drop-caches to keep it\n", stderr);
 }
 
 int main(int argc, char **argv)
@@ -173,13 +202,18 @@ int main(int argc, char **argv)
 		return bench_donate(&c, c.save_size);
 	if (optind + 1 == argc && !strcmp(argv[optind], "alloc-rate"))
 		return bench_alloc_rate(&c, c.save_size);
-	if (drop_caches())
-		c.cold = 0;
-	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc)
+	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc) {
+		plan_cold_runs(&c);
 		return bench_load_pool(&c, argv[optind + 1]);
-	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc)
+	}
+	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc) {
+		plan_cold_runs(&c);
 		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
 				  "pinbench-save.safetensors");
-	usage();
-	return 2;
+	}
+	fprintf(stderr, "pinbench: %s\n", optind < argc ?
+		"a command is load FILE, save [OUT], donate or alloc-rate" :
+		"no command (load, save, donate or alloc-rate)");
+	args_try_help();
+	return ARGS_EXIT_USAGE;
 }

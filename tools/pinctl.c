@@ -42,6 +42,7 @@
 
 #include <pin.h>
 
+#include "lib/args.h"
 #include "lib/json.h"
 
 #define EXIT_FAILED	1
@@ -299,19 +300,13 @@ static int cmd_ls(int json)
 	return 0;
 }
 
-static int parse_id(const char *s, uint64_t *id)
+/* A region id: 1 or more (the module never gives out 0). */
+static int parse_id(const char *cmd, const char *s, uint64_t *id)
 {
-	char *end;
-	unsigned long long v;
+	char opt[32];
 
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0)
-		return -1;
-	*id = v;
-	return 0;
+	snprintf(opt, sizeof(opt), "%s REGION-ID", cmd);
+	return parse_u64(opt, s, 1, UINT64_MAX, id);
 }
 
 /*
@@ -352,11 +347,8 @@ static int cmd_nodes(int json, const char *arg)
 	char size[32];
 	int ret, n, i, first = 1;
 
-	if (parse_id(arg, &id)) {
-		fprintf(stderr, "pinctl nodes: REGION-ID must be a positive decimal number, not \"%s\"\n",
-			arg ? arg : "");
+	if (parse_id("nodes", arg, &id))
 		return EXIT_USAGE;
-	}
 	ret = open_dev(&dev, 1, "nodes");
 	if (ret)
 		return ret;
@@ -447,11 +439,8 @@ static int cmd_holders(int json, const char *arg)
 	uint64_t id;
 	int ret;
 
-	if (parse_id(arg, &id)) {
-		fprintf(stderr, "pinctl holders: REGION-ID must be a positive decimal number, not \"%s\"\n",
-			arg ? arg : "");
+	if (parse_id("holders", arg, &id))
 		return EXIT_USAGE;
-	}
 	ret = open_dev(&dev, 1, "holders");
 	if (ret)
 		return ret;
@@ -488,6 +477,13 @@ static int cmd_holders(int json, const char *arg)
 	return 0;
 }
 
+static int bad_command_line(const char *why)
+{
+	fprintf(stderr, "pinctl: %s\n", why);
+	args_try_help();
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = NULL, *arg = NULL;
@@ -504,8 +500,8 @@ int main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "pinctl: unknown option %s\n\n%s",
-				argv[i], usage_text);
+			fprintf(stderr, "pinctl: unknown option %s\n", argv[i]);
+			args_try_help();
 			return EXIT_USAGE;
 		} else if (!cmd) {
 			cmd = argv[i];
@@ -515,10 +511,8 @@ int main(int argc, char **argv)
 			extra = 1;
 		}
 	}
-	if (!cmd) {
-		fputs(usage_text, stderr);
-		return EXIT_USAGE;
-	}
+	if (!cmd)
+		return bad_command_line("no command (info, ls, holders or nodes)");
 	if (!strcmp(cmd, "info") && !arg)
 		return cmd_info(json);
 	if (!strcmp(cmd, "ls") && !arg)
@@ -527,6 +521,11 @@ int main(int argc, char **argv)
 		return cmd_holders(json, arg);
 	if (!strcmp(cmd, "nodes") && arg && !extra)
 		return cmd_nodes(json, arg);
-	fprintf(stderr, "pinctl: bad command line\n\n%s", usage_text);
-	return EXIT_USAGE;
+	if (strcmp(cmd, "info") && strcmp(cmd, "ls") && strcmp(cmd, "holders") &&
+	    strcmp(cmd, "nodes")) {
+		fprintf(stderr, "pinctl: unknown command \"%s\"\n", cmd);
+		args_try_help();
+		return EXIT_USAGE;
+	}
+	return bad_command_line(arg ? "too many arguments" : "REGION-ID missing");
 }

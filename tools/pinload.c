@@ -15,6 +15,7 @@
 
 #include <pin.h>
 
+#include "lib/args.h"
 #include "lib/cpu.h"
 #include "lib/pages.h"
 #include "lib/json.h"
@@ -235,17 +236,18 @@ static int load_shared_all(int n, char **paths, int json)
 	return status;
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: pinload [options] PATH...\n"
 		"  PATH: a .safetensors file or a *.safetensors.index.json\n"
 		"  --json              one JSON object per PATH on stdout\n"
 		"  --verify            compare every byte with a buffered read\n"
 		"  --save-to FILE      write the (single) checkpoint back out\n"
 		"  --backend B         device, portable or auto (default)\n"
-		"  --queue-depth N     requests in flight (default %u)\n"
-		"  --request-size N    bytes per request, K/M suffix (default %u)\n"
+		"  --queue-depth N     requests in flight, 1..256 (default %u)\n"
+		"  --request-size N    bytes per request, a multiple of 4K up to 64M,\n"
+		"                      K/M suffix (default %u)\n"
 		"  --buffered          no O_DIRECT\n"
 		"  --no-fixed          no registered buffers\n"
 		"  --pin-first         pin all of the region before reading (no overlap)\n"
@@ -257,23 +259,9 @@ static void usage(void)
 		"  --shared            from pinmem-cached: one copy per host\n"
 		"                      (a private load, said so, without it)\n"
 		"  --version           pinload's and libpin's version\n"
-		"The backend in use, and why, goes to stderr before the first load.\n",
+		"The backend in use, and why, goes to stderr before the first load.\n"
+		"Exit status: 0 ok, 1 a load failed, 2 usage error.\n",
 		PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
-}
-
-static int parse_size(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
-
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end || v > UINT32_MAX)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
 }
 
 struct options {
@@ -282,6 +270,34 @@ struct options {
 	int json, verify, backend, noprog, node, shared;
 	unsigned node_flags;
 };
+
+/* The highest NUMA node a kernel can have (CONFIG_NODES_SHIFT 10). */
+#define MAX_NODE	1023
+
+static int bad_backend(const char *text)
+{
+	fprintf(stderr, "pinload: --backend: \"%s\" is not device, portable or auto\n",
+		text);
+	return ARGS_EXIT_USAGE;
+}
+
+/* What the options ask of the PATHs: -1 to go on, or the exit status. */
+static int check_operands(int npaths, const struct options *op)
+{
+	const char *why = NULL;
+
+	if (npaths < 1)
+		why = "no PATH to load";
+	else if (op->save_to && npaths != 1)
+		why = "--save-to takes a single PATH";
+	else if (op->node_flags && op->node < 0)
+		why = "--any-node needs --node";
+	if (!why)
+		return -1;
+	fprintf(stderr, "pinload: %s\n", why);
+	args_try_help();
+	return ARGS_EXIT_USAGE;
+}
 
 /* The options into op: -1 to go on, or the exit status. */
 static int parse_options(int argc, char **argv, struct options *op)
@@ -305,7 +321,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	char *end;
+	uint64_t v;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -319,12 +335,20 @@ static int parse_options(int argc, char **argv, struct options *op)
 			else if (!strcmp(optarg, "portable"))
 				op->backend = PIN_BACKEND_PORTABLE;
 			else if (strcmp(optarg, "auto"))
-				return usage(), 2;
+				return bad_backend(optarg);
 			break;
-		case 'q': op->o.queue_depth = (unsigned)atoi(optarg); break;
+		case 'q':
+			if (parse_u64("--queue-depth", optarg, 1,
+				      PIN_IO_MAX_QUEUE_DEPTH, &v))
+				return ARGS_EXIT_USAGE;
+			op->o.queue_depth = (unsigned)v;
+			break;
 		case 'r':
-			if (parse_size(optarg, &op->o.request_size))
-				return usage(), 2;
+			if (parse_size_multiple("--request-size", optarg,
+						PIN_IO_ALIGN,
+						PIN_IO_MAX_REQUEST_SIZE, &v))
+				return ARGS_EXIT_USAGE;
+			op->o.request_size = (uint32_t)v;
 			break;
 		case 'B': op->o.flags |= PIN_IO_BUFFERED; break;
 		case 'F': op->o.flags |= PIN_IO_NO_FIXED; break;
@@ -332,9 +356,9 @@ static int parse_options(int argc, char **argv, struct options *op)
 		case 'K': op->o.flags |= PIN_IO_NO_KERNEL_FILL; break;
 		case 'P': op->noprog = 1; break;
 		case 'n':
-			op->node = (int)strtol(optarg, &end, 10);
-			if (*end || end == optarg || op->node < 0)
-				return usage(), 2;
+			if (parse_u64("--node", optarg, 0, MAX_NODE, &v))
+				return ARGS_EXIT_USAGE;
+			op->node = (int)v;
 			break;
 		case 'A': op->node_flags = PIN_REGION_ANY_NODE; break;
 		case 'S': op->shared = 1; break;
@@ -342,17 +366,15 @@ static int parse_options(int argc, char **argv, struct options *op)
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
 			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			usage();
-			return c == 'h' ? 0 : 2;
+			args_try_help();
+			return ARGS_EXIT_USAGE;
 		}
 	}
-	if (optind >= argc || (op->save_to && argc - optind != 1) ||
-	    (op->node_flags && op->node < 0)) {
-		usage();
-		return 2;
-	}
-	return -1;
+	return check_operands(argc - optind, op);
 }
 
 /* What a load did, for the report. */

@@ -207,8 +207,11 @@ static double mmap_load(const char *file, void *dst, uint64_t size)
 
 int prep_cold(struct cfg *c)
 {
-	int ret = drop_caches();
+	int ret;
 
+	if (c->keep_caches)
+		return -EPERM;
+	ret = drop_caches();
 	if (ret)
 		c->cold = 0;
 	return ret;

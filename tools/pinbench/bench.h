@@ -34,6 +34,7 @@ struct cfg {
 	int runs;
 	int json;
 	int cold;		/* drop_caches works */
+	int keep_caches;	/* --no-drop-caches */
 	int backends[2];
 	int nbackends;
 	uint64_t save_size;

@@ -116,6 +116,7 @@ void report(const struct cfg *c, const char *what, const char *file,
 	printf("pinbench %s %s: %.3f GB, %d runs alternated, queue depth %u, request %u bytes, %s\n",
 	       what, file, (double)size / 1e9, c->runs, c->qd, c->req,
 	       c->cold ? "page cache dropped before each run" :
+	       c->keep_caches ? "CACHES WARM (--no-drop-caches)" :
 	       "CACHES WARM (not root: cannot drop the page cache)");
 	if (c->read_ahead_kb >= 0)
 		printf("  disk read-ahead %ld KiB (the request size of the page cache's reads)\n",

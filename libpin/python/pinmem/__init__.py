@@ -28,8 +28,9 @@ NumPy views (PinnedArray), the same way:
     with r.view(np.uint8, (4096,)) as b:      # ends with the block
         ...
 
-A ctypes binding over libpin (build/lib/libpin.so.1 of the checkout, or
-$PINMEM_LIBPIN, or the installed libpin.so.1). See README.md.
+A ctypes binding over libpin ($PINMEM_LIBPIN, or build/lib/libpin.so.1 of
+the checkout, or the installed libpin.so.1, through the dynamic loader or
+in /usr/local/lib and /usr/lib). See README.md.
 """
 import io as _io
 import os as _os

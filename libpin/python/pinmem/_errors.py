@@ -5,10 +5,26 @@ classes keep "pinmem.core" as their module, where they have always been
 found (tracebacks, pickles)."""
 import errno as _errno
 import os
+import threading
+import warnings
 
 from . import _lib
 
 _CORE = "pinmem.core"
+_said = set()
+_said_lock = threading.Lock()
+
+
+def warn_once(category, text, stacklevel=2):
+    """warnings.warn() the first time a category is issued in this process,
+    and never again: the warnings module's own once-per-call-site filter
+    lets a warning through again from every other caller, and from every
+    call under "always", though its cause (the host) has not changed."""
+    with _said_lock:
+        if category in _said:
+            return
+        _said.add(category)
+    warnings.warn(text, category, stacklevel=stacklevel + 1)
 
 
 class PinError(OSError):
@@ -48,7 +64,8 @@ class ReadOnlyError(RuntimeError):
 
 class PortableBackendWarning(UserWarning):
     """pinmem.open() fell back to the portable backend because /dev/pinmem
-    is absent: nothing arbitrates donation. Silence it with
+    is absent: nothing arbitrates donation. Issued once per process, by the
+    first open() that falls back. Silence it with
     warnings.simplefilter("ignore", pinmem.PortableBackendWarning), or ask
     for open("portable") explicitly."""
     __module__ = _CORE

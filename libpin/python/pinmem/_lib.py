@@ -2,12 +2,16 @@
 """ctypes declarations for libpin (include/pin.h and the headers it includes).
 Internal to pinmem.
 
-The library is found, in this order: the file named by $PINMEM_LIBPIN; the
-checkout's build (build/lib/libpin.so.1, three folders above this file);
-the installed libpin.so.1 through the dynamic loader.
+The library is found, in this order: the file named by $PINMEM_LIBPIN
+(that file alone); the checkout's build (build/lib/libpin.so.1, three
+folders above this file, when this package runs from a checkout); the
+installed libpin.so.1 through the dynamic loader; libpin.so.1 in the
+folders `make install` puts it in (PREFIX /usr/local or /usr, lib/MULTIARCH,
+lib, lib64), which the loader skips until ldconfig has run.
 """
 import ctypes
 import os
+import sysconfig
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_int,
                     c_size_t, c_uint, c_uint32, c_uint64, c_void_p)
 
@@ -294,39 +298,73 @@ _OPTIONAL = {
 }
 
 
+SONAME = "libpin.so.1"
+
+
+def _install_dirs():
+    """The library folders of `make install` PREFIX=/usr/local and /usr
+    that exist here, most specific first."""
+    arch = sysconfig.get_config_var("MULTIARCH")
+    dirs = []
+    for prefix in ("/usr/local", "/usr"):
+        for sub in (["lib/" + arch] if arch else []) + ["lib", "lib64"]:
+            d = os.path.join(prefix, sub)
+            if os.path.isdir(d) and d not in dirs:
+                dirs.append(d)
+    return dirs
+
+
 def _candidates():
+    """(path, what it is) to try in order; a path with a slash is a file."""
     env = os.environ.get("PINMEM_LIBPIN")
     if env:
-        return [env]
+        return [(env, "$PINMEM_LIBPIN")]
     here = os.path.dirname(os.path.abspath(__file__))
     top = os.path.normpath(os.path.join(here, "..", "..", ".."))
-    return [os.path.join(top, "build", "lib", "libpin.so.1"), "libpin.so.1"]
+    found = []
+    if os.path.exists(os.path.join(top, "libpin", "libpin.mk")):
+        found.append((os.path.join(top, "build", "lib", SONAME),
+                      "the checkout's build"))
+    found.append((SONAME, "the dynamic loader"))
+    found += [(os.path.join(d, SONAME), "installed") for d in _install_dirs()]
+    return found
+
+
+def _open():
+    """The first candidate that loads, and its path; ImportError naming
+    what was tried (only files and folders that exist, and the loader)."""
+    errors, missing = [], []
+    for path, what in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            if what == "installed":
+                missing.append(os.path.dirname(path))
+            else:
+                errors.append("%s %s: no such file" % (what, path))
+            continue
+        try:
+            return ctypes.CDLL(path, use_errno=False), path
+        except OSError as e:
+            errors.append("%s: %s" % (what if os.sep not in path else path, e))
+    if missing:
+        errors.append("no %s in %s" % (SONAME, ", ".join(missing)))
+    raise ImportError("pinmem: cannot load libpin (" + "; ".join(errors) +
+                      "); install it (make install, or the libpin1 package) "
+                      "or set PINMEM_LIBPIN to its path")
 
 
 def _load():
-    errors = []
-    for path in _candidates():
-        if os.sep in path and not os.path.exists(path):
-            errors.append("%s: no such file" % path)
-            continue
-        try:
-            lib = ctypes.CDLL(path, use_errno=False)
-        except OSError as e:
-            errors.append("%s: %s" % (path, e))
-            continue
-        for name, (res, args) in _PROTOTYPES.items():
-            fn = getattr(lib, name)
+    lib, path = _open()
+    for name, (res, args) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    for name, (res, args) in _OPTIONAL.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
             fn.restype = res
             fn.argtypes = args
-        for name, (res, args) in _OPTIONAL.items():
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.restype = res
-                fn.argtypes = args
-        lib.pinmem_path = path
-        return lib
-    raise ImportError("pinmem: cannot load libpin (" + "; ".join(errors) +
-                      "); build it with make, or set PINMEM_LIBPIN")
+    lib.pinmem_path = path
+    return lib
 
 
 lib = _load()

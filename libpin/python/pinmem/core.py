@@ -24,7 +24,6 @@ import errno as _errno
 import math
 import os
 import threading
-import warnings
 import weakref
 
 import numpy as np
@@ -34,7 +33,7 @@ from ._lib import lib
 # The parts, re-exported (the package, torch.py, dlpack.py, safetensors/
 # and the tests use core's private names too).
 from ._errors import (BusyError, PinError, PortableBackendWarning,  # noqa: F401
-                      ReadOnlyError, ViewInUseError, _check)
+                      ReadOnlyError, ViewInUseError, _check, warn_once)
 from ._records import (DeviceInfo, Holder, RefRange, RegionInfo,  # noqa: F401
                        _holder, _prot_str, _ref_range, _region_info,
                        _state_name)
@@ -109,8 +108,8 @@ class Device:
         self.backend_why = _lib.text(lib.pin_dev_backend_why(p.value))
         if backend == "auto" and self.backend == "portable" and \
                 "PIN_BACKEND" not in self.backend_why:
-            warnings.warn("pinmem: " + self.backend_why,
-                          PortableBackendWarning, stacklevel=3)
+            warn_once(PortableBackendWarning, "pinmem: " + self.backend_why,
+                      stacklevel=3)
 
     def _ptr(self):
         if not self._h.alive:
