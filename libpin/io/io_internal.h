@@ -101,7 +101,7 @@ int pin__io_check_size(const struct pin__file *f, struct pin__io_stats *st);
 void pin__io_note_fallback(struct pin__io_stats *st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* The largest fixed buffer a read may register (issue #15's rule). */
+/* The largest fixed buffer a read may register (Documentation/kernel-bug-fixed-vcnt.md). */
 uint64_t pin__io_fixed_span_max(void);
 
 uint64_t pin__now_ns(void);
