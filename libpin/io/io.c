@@ -261,6 +261,17 @@ static int region_read_file(struct pin_region *r, uint64_t region_off,
 	return ret;
 }
 
+/* A region call's stats struct, if any, must say its size. */
+static int region_stats_check(struct pin_region *r, struct pin_io_stats *stats,
+			      const char *op)
+{
+	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
+		return pin__fail(r->err, -EINVAL,
+				 "%s: stats without its size (PIN_INIT sets it)",
+				 op);
+	return 0;
+}
+
 int pin_region_read_file(struct pin_region *r, uint64_t region_off,
 			 const char *path, uint64_t file_off, uint64_t len,
 			 const struct pin_io_opts *opts,
@@ -271,9 +282,9 @@ int pin_region_read_file(struct pin_region *r, uint64_t region_off,
 
 	if (!r)
 		return -EINVAL;
-	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
-		return pin__fail(r->err, -EINVAL,
-				 "read: stats without its size (PIN_INIT sets it)");
+	ret = region_stats_check(r, stats, "read");
+	if (ret)
+		return ret;
 	ret = region_read_file(r, region_off, path, file_off, len, opts, &st);
 	if (stats)
 		pin__io_stats_put(stats, &st);
@@ -316,9 +327,9 @@ int pin_region_write_file(struct pin_region *r, uint64_t region_off,
 
 	if (!r)
 		return -EINVAL;
-	if (stats && pin__out_check(stats, PIN__IO_STATS_SIZE))
-		return pin__fail(r->err, -EINVAL,
-				 "write: stats without its size (PIN_INIT sets it)");
+	ret = region_stats_check(r, stats, "write");
+	if (ret)
+		return ret;
 	ret = region_write_file(r, region_off, path, file_off, len, opts,
 				&st);
 	if (stats)
