@@ -100,6 +100,15 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
 			const char *name);
 
 /*
+ * pin_st_load: each file's region holds the whole file from its first byte
+ * (header included), not only the data section, so that the region is a
+ * copy of the file itself: pinmem-cached hands such regions out. Tensors'
+ * region_offset then counts from the start of the file. Not for
+ * pin_st_load_into (-EINVAL).
+ */
+#define PIN_ST_LOAD_WHOLE_FILE	(1U << 0)
+
+/*
  * Options of pin_st_load and pin_st_load_into; NULL: none. region places
  * the regions pin_st_load allocates (PIN_REGION_NODE, with
  * PIN_REGION_ANY_NODE or not, on either backend: beside the GPU the
@@ -108,7 +117,7 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  */
 struct pin_st_load_opts {
 	uint32_t size;			/* sizeof(struct pin_st_load_opts) */
-	uint32_t flags;			/* none yet: 0 */
+	uint32_t flags;			/* PIN_ST_LOAD_WHOLE_FILE or 0 */
 	const struct pin_region_opts *region;
 	const struct pin_io_opts *io;
 };

@@ -47,6 +47,7 @@ struct pin_st {
 	size_t nsteps;
 	int node;			/* of the load under way: its regions' */
 	unsigned node_flags;		/* NUMA node (-1: any), PIN_REGION_ANY_NODE */
+	unsigned load_flags;		/* of the load under way: PIN_ST_LOAD_* */
 	char err[PIN_ERR_LEN];
 };
 

@@ -230,9 +230,12 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	ret = pin__st_read_header(ck, &fl.f, fi);
 	if (ret)
 		goto out;
-	fl.astart = fl.sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
+	/* The whole file (its header too), or the data section's aligned superset. */
+	fl.astart = (ck->load_flags & PIN_ST_LOAD_WHOLE_FILE) ? 0 :
+		    fl.sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	fl.head = fl.sf->data_start - fl.astart;
-	fl.span = pin_file_span(fl.sf->data_start, fl.sf->data_len);
+	fl.span = pin_file_span(fl.astart, fl.sf->data_start - fl.astart +
+				fl.sf->data_len);
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
@@ -345,7 +348,7 @@ int pin__st_load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
 		return pin__st_fail(ck, ret, "load options: %s",
 				    ret == -E2BIG ? "fields this libpin does not know are set" :
 				    "size below libpin 1.0's (PIN_INIT sets it)");
-	if (lo->flags || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
+	if ((lo->flags & ~PIN_ST_LOAD_WHOLE_FILE) || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
 	    ro.flags == PIN_REGION_ANY_NODE ||
 	    ((ro.flags & PIN_REGION_NODE) && ro.node < 0))
 		return pin__st_fail(ck, -EINVAL,
@@ -371,9 +374,9 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	ret = pin__st_load_opts(ck, opts, &lo, &node, &flags);
 	if (ret)
 		return ret;
-	if (lo.region)
+	if (lo.region || lo.flags)
 		return pin__st_fail(ck, -EINVAL,
-				    "%s: load into a region the caller has: no region options",
+				    "%s: load into a region the caller has: no region options, no flags",
 				    path);
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	if (!r || region_off % PIN_IO_ALIGN)

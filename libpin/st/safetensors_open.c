@@ -30,6 +30,7 @@ int pin_st_load(struct pin_st *ck, struct pin_dev *dev, const char *path,
 		return ret;
 	ck->node = node;
 	ck->node_flags = flags;
+	ck->load_flags = lo.flags;
 	ck->err[0] = 0;		/* no earlier failure's text after a success */
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	memset(&ck->phases, 0, sizeof(ck->phases));

@@ -6,7 +6,10 @@
  * do (unaligned offset, too small, sealed, an index, a used checkpoint)
  * in words. On the device backend it fills a donated, then reopened
  * region. pin_st_take_region hands a loaded region to the caller.
- *   st-load-into FIXTURE-DIR
+ * PIN_ST_LOAD_WHOLE_FILE makes the region a copy of the file from byte 0,
+ * here for a header longer than a page (without the flag the region would
+ * start at the page holding the data's first byte).
+ *   st-load-into FIXTURE-DIR SCRATCH-DIR
  */
 #include "io-test.h"
 
@@ -135,14 +138,79 @@ static void take(struct pin_dev *dev, const char *path, struct pin_st *ref)
 	CHECK(pin_region_close(r) == 0, "free");
 }
 
+/* A file whose data starts past its first page: one 4 KiB tensor. */
+static void write_long_header(const char *path)
+{
+	char hdr[6000];
+	unsigned char data[4096];
+	uint64_t n;
+	int fd, len, i;
+
+	len = snprintf(hdr, sizeof(hdr),
+		       "{\"__metadata__\":{\"pad\":\"%05000d\"},\"t\":{\"dtype\":\"U8\",\"shape\":[4096],\"data_offsets\":[0,4096]}}",
+		       0);
+	CHECK(len > 0 && len < (int)sizeof(hdr), "header of %d", len);
+	for (i = 0; i < 4096; i++)
+		data[i] = (unsigned char)(i * 7 + 1);
+	n = (uint64_t)len;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	CHECK(fd >= 0, "%s: %s", path, strerror(errno));
+	CHECK(write(fd, &n, 8) == 8 && write(fd, hdr, n) == (ssize_t)n &&
+	      write(fd, data, 4096) == 4096, "write %s", path);
+	close(fd);
+}
+
+static void whole_file(struct pin_dev *dev, const char *path)
+{
+	struct pin_st_load_opts lo = {
+		.size = sizeof(lo), .flags = PIN_ST_LOAD_WHOLE_FILE,
+	};
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_st *ck = pin_st_create();
+	unsigned char *map, *file;
+	struct pin_region *r;
+	struct stat sb;
+	int fd;
+
+	CHECK(stat(path, &sb) == 0, "%s", path);
+	file = malloc((size_t)sb.st_size);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(file && fd >= 0 &&
+	      read(fd, file, (size_t)sb.st_size) == sb.st_size, "read %s", path);
+	close(fd);
+	CHECK(pin_st_load(ck, dev, path, &lo) == 0, "%s", pin_st_error(ck));
+	CHECK(pin_st_find(ck, "t", &t) == 0, "tensor t");
+	CHECK_EQ(t.region_offset, sb.st_size - 4096);
+	r = pin_st_take_region(ck, 0);
+	CHECK(r && pin_region_map(r, (void **)&map) == 0, "taken region");
+	CHECK(pin_region_size(r) >= (uint64_t)sb.st_size, "region of %llu",
+	      (unsigned long long)pin_region_size(r));
+	CHECK(!memcmp(map, file, (size_t)sb.st_size),
+	      "the region is not the file from its first byte");
+	CHECK(t.data == map + t.region_offset, "tensor data at %p", t.data);
+	pin_st_close(ck);
+	CHECK(pin_region_close(r) == 0, "free");
+	/* Not into a caller's region; no flag beyond it. */
+	ck = pin_st_create();
+	CHECK(pin_region_create(dev, 1 << 20, NULL, &r) == 0, "region");
+	CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+	CHECK(strstr(pin_st_error(ck), "no flags"), "%s", pin_st_error(ck));
+	lo.flags = PIN_ST_LOAD_WHOLE_FILE << 1;
+	CHECK_EQ(pin_st_load(ck, dev, path, &lo), -EINVAL);
+	CHECK_EQ(pin_st_count(ck), 0);
+	pin_st_close(ck);
+	CHECK(pin_region_close(r) == 0, "free");
+	free(file);
+}
+
 int main(int argc, char **argv)
 {
 	struct pin_dev *dev;
 	struct pin_st *ref = pin_st_create();
 	char path[4096];
 
-	if (argc != 2)
-		FAIL("usage: st-load-into FIXTURE-DIR");
+	if (argc != 3)
+		FAIL("usage: st-load-into FIXTURE-DIR SCRATCH-DIR");
 	snprintf(path, sizeof(path), "%s/unaligned.safetensors", argv[1]);
 	CHECK(pin_dev_open(&dev, PIN_BACKEND_AUTO, NULL) == 0, "pin_dev_open");
 	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
@@ -153,7 +221,11 @@ int main(int argc, char **argv)
 	CHECK(pin_st_load(ref, dev, path, NULL) == 0, "%s", pin_st_error(ref));
 	fill_at(dev, path, ref);
 	take(dev, path, ref);
-	printf("st-load-into: filled at an offset, refusals named, region taken (%s)\n",
+	snprintf(path, sizeof(path), "%s/long-header.safetensors", argv[2]);
+	write_long_header(path);
+	whole_file(dev, path);
+	unlink(path);
+	printf("st-load-into: filled at an offset, refusals named, region taken, whole file (%s)\n",
 	       pin_backend_name(pin_dev_backend(dev)));
 	pin_st_close(ref);
 	pin_dev_close(dev);
