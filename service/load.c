@@ -24,7 +24,7 @@ static int fail(struct entry *e, int err, const char *fmt, const char *text)
 /*
  * Where the service cannot open the file by itself (it runs as its own
  * user; the client's permissions are what count), read from the client's
- * fd with pread.
+ * fd with pread into a region pinned whole first.
  */
 static int read_from_fd(struct entry *e, uint64_t size)
 {
@@ -49,29 +49,9 @@ static int read_from_fd(struct entry *e, uint64_t size)
 	return 0;
 }
 
-static int read_image(struct entry *e, uint64_t size)
-{
-	struct pin_io_stats stats = PIN_INIT(struct pin_io_stats);
-	char path[64];
-	int ret;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", e->file_fd);
-	ret = pin_region_read_file(e->region, 0, path, 0, size, NULL, &stats);
-	if (ret == -EACCES || ret == -EPERM)
-		return read_from_fd(e, size);
-	if (ret < 0) {
-		/* Named by the path the file had when first asked for. */
-		snprintf(e->errtext, sizeof(e->errtext), "%.150s: %.350s", e->name,
-			 pin_region_error(e->region));
-		return -ret;
-	}
-	return 0;
-}
-
-/* The image must be a valid safetensors file, and the file unchanged. */
+/* The image read from the fd must be a valid safetensors file. */
 static int check_image(struct entry *e, uint64_t size)
 {
-	struct cache_key now;
 	struct pin_st *st;
 	void *p;
 	int ret;
@@ -86,8 +66,67 @@ static int check_image(struct entry *e, uint64_t size)
 	if (ret)
 		fail(e, -ret, "%s", pin_st_error(st));
 	pin_st_close(st);
+	return -ret;
+}
+
+/* The slow way, for a file only the client may open: pin, read, seal. */
+static int load_from_fd(struct entry *e, uint64_t size)
+{
+	int ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
+				    &(struct pin_region_opts){
+					.size = sizeof(struct pin_region_opts),
+					.flags = PIN_REGION_FALLBACK },
+				    &e->region);
+
 	if (ret)
-		return -ret;
+		return fail(e, -ret, "allocate: %s", pin_dev_error(e->dev));
+	ret = read_from_fd(e, size);
+	if (!ret)
+		ret = check_image(e, size);
+	if (ret)
+		return ret;
+	pin_region_unmap(e->region);
+	ret = pin_region_seal(e->region);
+	return ret ? fail(e, -ret, "seal: %s", pin_region_error(e->region)) : 0;
+}
+
+/*
+ * libpin's loader, which pins the region under the reads (as fast as a
+ * process's own load), the region a copy of the whole file and sealed.
+ * EACCES: the service may not open the file itself (load_from_fd then).
+ */
+static int load_whole_file(struct entry *e)
+{
+	struct pin_st_load_opts lo = {
+		.size = sizeof(lo), .flags = PIN_ST_LOAD_WHOLE_FILE,
+	};
+	struct pin_st *st = pin_st_create();
+	char path[64];
+	int ret;
+
+	if (!st)
+		return fail(e, ENOMEM, "%s", "out of memory");
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", e->file_fd);
+	ret = pin_st_load(st, e->dev, path, &lo);
+	if (ret && ret != -EACCES && ret != -EPERM)
+		/* Named by the path the file had when first asked for. */
+		snprintf(e->errtext, sizeof(e->errtext), "%.150s: %.350s",
+			 e->name, pin_st_error(st));
+	if (!ret)
+		e->region = pin_st_take_region(st, 0);
+	pin_st_close(st);
+	if (ret == -EACCES || ret == -EPERM)
+		return EACCES;
+	if (!ret && !e->region)
+		return fail(e, EIO, "%s", "load: no region");
+	return -ret;
+}
+
+/* The file must not have changed while it was loaded. */
+static int check_unchanged(struct entry *e)
+{
+	struct cache_key now;
+
 	if (key_of_fd(e->file_fd, &now, e->errtext, sizeof(e->errtext)))
 		return EIO;
 	if (!key_equal(&now, &e->key))
@@ -114,24 +153,15 @@ static int load_entry(struct entry *e)
 		.why_len = sizeof(e->errtext) });
 	if (ret)
 		return -ret;
-	ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
-				&(struct pin_region_opts){
-					.size = sizeof(struct pin_region_opts),
-					.flags = PIN_REGION_FALLBACK },
-				&e->region);
-	if (ret)
-		return fail(e, -ret, "allocate: %s", pin_dev_error(e->dev));
-	/* The whole region: a hugetlb memfd's views must be 2 MiB multiples. */
-	e->view_length = pin_region_size(e->region);
-	ret = read_image(e, size);
+	ret = load_whole_file(e);
+	if (ret == EACCES)
+		ret = load_from_fd(e, size);
 	if (!ret)
-		ret = check_image(e, size);
+		ret = check_unchanged(e);
 	if (ret)
 		return ret;
-	pin_region_unmap(e->region);
-	ret = pin_region_seal(e->region);
-	if (ret)
-		return fail(e, -ret, "seal: %s", pin_region_error(e->region));
+	/* The whole region: a hugetlb memfd's views must be 2 MiB multiples. */
+	e->view_length = pin_region_size(e->region);
 	ret = pin_view_create(e->region, 0, e->view_length, 0, &e->view);
 	if (ret)
 		return fail(e, -ret, "view: %s", pin_region_error(e->region));
