@@ -9,6 +9,8 @@
  *                        memory, and mmap + memcpy into pinned memory
  *   pinbench alloc-rate  the kernel's ALLOC on all CPUs against one
  *                        (pinbench/alloc_rate.c)
+ *   pinbench shared FILE N processes sharing one copy through pinmem-cached
+ *                        against one private load (pinbench/shared.c)
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
  *                        O_DIRECT writes + fsync of the same size (plain and
  *                        with registered buffers)
@@ -41,6 +43,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: pinbench load FILE [options]\n"
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
+		"       pinbench shared FILE [--procs N] [--socket PATH] [--runs N]\n"
+		"                      N = 1, 2, 4 .. --procs workers (default 8) through\n"
+		"                      pinmem-cached against one private load (moves the\n"
+		"                      file's modification time on per run: a cold key)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
@@ -88,6 +94,24 @@ static int bad_backend(const char *first, const char *comma)
 	return ARGS_EXIT_USAGE;
 }
 
+/* --backend's one or two backends into c; nonzero (said) if not known. */
+static int parse_backends(char *arg, struct cfg *c)
+{
+	char *comma = strchr(arg, ',');
+
+	if (comma)
+		*comma = 0;
+	c->backends[0] = parse_backend(arg);
+	c->nbackends = 1;
+	if (comma) {
+		c->backends[1] = parse_backend(comma + 1);
+		c->nbackends = 2;
+	}
+	if (c->backends[0] < 0 || (comma && c->backends[1] < 0))
+		return bad_backend(arg, comma);
+	return 0;
+}
+
 /* The options into c: -1 to go on, or the exit status. */
 static int parse_options(int argc, char **argv, struct cfg *c)
 {
@@ -103,12 +127,13 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 		{ "pin-first", no_argument, NULL, 'P' },
 		{ "no-kernel-fill", no_argument, NULL, 'K' },
 		{ "no-drop-caches", no_argument, NULL, 'D' },
+		{ "procs", required_argument, NULL, 'p' },
+		{ "socket", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	uint64_t v;
-	char *comma;
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -132,17 +157,8 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 			c->req = (uint32_t)v;
 			break;
 		case 'b':
-			comma = strchr(optarg, ',');
-			if (comma)
-				*comma = 0;
-			c->backends[0] = parse_backend(optarg);
-			c->nbackends = 1;
-			if (comma) {
-				c->backends[1] = parse_backend(comma + 1);
-				c->nbackends = 2;
-			}
-			if (c->backends[0] < 0 || (comma && c->backends[1] < 0))
-				return bad_backend(optarg, comma);
+			if (parse_backends(optarg, c))
+				return ARGS_EXIT_USAGE;
 			break;
 		case 's':
 			if (parse_size("--size", optarg, PIN_IO_ALIGN, MAX_SIZE,
@@ -155,6 +171,12 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 		case 'P': c->pin_first = 1; break;
 		case 'K': c->no_kernel_fill = 1; break;
 		case 'D': c->keep_caches = 1; break;
+		case 'p':
+			if (parse_u64("--procs", optarg, 1, 64, &v))
+				return ARGS_EXIT_USAGE;
+			c->procs = (int)v;
+			break;
+		case 'S': c->socket = optarg; break;
 		case 'V':
 			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -192,7 +214,7 @@ int main(int argc, char **argv)
 		.req = PIN_IO_DEFAULT_REQUEST_SIZE, .runs = 5, .cold = 1,
 		.backends = { PIN_BACKEND_AUTO }, .nbackends = 1,
 		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
-		.pool_was = -1, .pool_set = -1,
+		.pool_was = -1, .pool_set = -1, .procs = 8,
 	};
 	int ret = parse_options(argc, argv, &c);
 
@@ -206,14 +228,18 @@ int main(int argc, char **argv)
 		plan_cold_runs(&c);
 		return bench_load_pool(&c, argv[optind + 1]);
 	}
+	if (optind < argc && !strcmp(argv[optind], "shared") && optind + 2 == argc) {
+		plan_cold_runs(&c);
+		return bench_shared(&c, argv[optind + 1]);
+	}
 	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc) {
 		plan_cold_runs(&c);
 		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
 				  "pinbench-save.safetensors");
 	}
 	fprintf(stderr, "pinbench: %s\n", optind < argc ?
-		"a command is load FILE, save [OUT], donate or alloc-rate" :
-		"no command (load, save, donate or alloc-rate)");
+		"a command is load FILE, shared FILE, save [OUT], donate or alloc-rate" :
+		"no command (load, shared, save, donate or alloc-rate)");
 	args_try_help();
 	return ARGS_EXIT_USAGE;
 }

@@ -3,7 +3,7 @@
  * What pinbench's parts share: the options (struct cfg), a method's runs
  * (struct series), and the declarations of each part. pinbench.c reads
  * the options and runs a benchmark; load.c, save.c, donate.c and
- * alloc_rate.c are the benchmarks; baselines.c runs what libpin is
+ * alloc_rate.c and shared.c are the benchmarks; baselines.c runs what libpin is
  * measured against; report.c prints; stats.c keeps the numbers.
  */
 #ifndef PINBENCH_BENCH_H
@@ -46,6 +46,8 @@ struct cfg {
 	int kernel_fill[2];	/* per backend: the last load used FILL */
 	long pool_was, pool_set;	/* nr_hugepages before, during */
 	const char *pages[2];	/* per backend: the last load's pages */
+	int procs;		/* shared: the most workers */
+	const char *socket;	/* shared: the service's socket, or NULL */
 };
 
 /* stats.c */
@@ -82,5 +84,6 @@ int bench_load_pool(struct cfg *c, const char *file);	/* load.c */
 int bench_save(struct cfg *c, const char *out);		/* save.c */
 int bench_donate(struct cfg *c, uint64_t max);		/* donate.c */
 int bench_alloc_rate(struct cfg *c, uint64_t size);	/* alloc_rate.c */
+int bench_shared(struct cfg *c, const char *file);	/* shared.c */
 
 #endif
