@@ -5,6 +5,7 @@
  *   pinctl [--json] info              backend, ABI, limits, totals
  *   pinctl [--json] ls                every region visible to the caller
  *   pinctl [--json] holders REGION-ID every mapping of one region
+ *   pinctl [--json] cache [SOCKET]    pinmem-cached's entries and clients
  *
  * --json may also follow the command. PIN_BACKEND=device|portable in the
  * environment picks the backend as for every libpin program.
@@ -32,6 +33,7 @@
  *             "offset": N, "prot": "rw-", "maywrite": bool}, ...],
  *             "refs": [{"offset": N, "length": N, "refs": N, "pinned": N,
  *             "expected": N}, ...]}
+ *   cache:   {"socket": "...", "table": "..."} (the service's own text)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -61,6 +63,9 @@ static const char usage_text[] =
 "                      address range, offset, protection; then the bytes\n"
 "                      referenced outside any mapping (DMA pins, pipes)\n"
 "  nodes REGION-ID     the region's bytes on each NUMA node (module ABI 3)\n"
+"  cache [SOCKET]      pinmem-cached's entries: size, age, idle time, clients\n"
+"                      (pid, command) and whether each may be evicted; SOCKET:\n"
+"                      default $PIN_CACHE_SOCKET, else " PIN_CACHE_SOCKET "\n"
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
@@ -78,12 +83,14 @@ static const char usage_text[] =
 "            prot, maywrite}], refs: [{offset, length, refs, pinned,\n"
 "            expected}]}\n"
 "  nodes:   {region, nodes: {\"NODE\": bytes}} (nodes holding none left out)\n"
+"  cache:   {socket, table} (table: the service's text, as without --json)\n"
 "  (sizes, addresses and counts are integers; start/end are null where the\n"
 "   kernel withholds another user's addresses; state is open|sealed|donated;\n"
 "   kind is owner|view; prot is like \"rw-\")\n"
 "\n"
 "exit status: 0 ok, 1 operation failed, 2 usage error, 3 no device\n"
-"(no /dev/pinmem, or the portable backend: ls and holders need pinmem.ko)\n"
+"(no /dev/pinmem, or the portable backend: ls and holders need pinmem.ko;\n"
+"cache: no service answers at the socket)\n"
 "PIN_BACKEND=device|portable selects the backend.\n";
 
 static void human(uint64_t n, char *buf, size_t len)
@@ -477,6 +484,46 @@ static int cmd_holders(int json, const char *arg)
 	return 0;
 }
 
+/* The service's table; exit 3 when no service answers at sock. */
+static int cmd_cache(int json, const char *sock)
+{
+	struct pin_cache_opts o = { .size = sizeof(o), .socket = sock };
+	size_t len = 64 << 10;
+	char *buf = NULL, *n;
+	int ret;
+
+	do {
+		n = realloc(buf, len *= 2);
+		if (!n) {
+			free(buf);
+			fputs("pinctl: cache: out of memory\n", stderr);
+			return EXIT_FAILED;
+		}
+		buf = n;
+		ret = pin_cache_list(&o, buf, len);
+	} while (ret >= 0 && (size_t)ret + 1 >= len && len < (64U << 20));
+	if (ret < 0) {
+		fprintf(stderr, "pinctl: cache: %s: %s\n", sock ? sock :
+			getenv("PIN_CACHE_SOCKET") ? getenv("PIN_CACHE_SOCKET") :
+			PIN_CACHE_SOCKET, strerror(-ret));
+		free(buf);
+		return ret == -ENOENT || ret == -ECONNREFUSED ? EXIT_NODEV :
+		       EXIT_FAILED;
+	}
+	if (json) {
+		fputs("{\"socket\": ", stdout);
+		json_str(stdout, sock ? sock : getenv("PIN_CACHE_SOCKET") ?
+			 getenv("PIN_CACHE_SOCKET") : PIN_CACHE_SOCKET);
+		fputs(", \"table\": ", stdout);
+		json_str(stdout, buf);
+		fputs("}\n", stdout);
+	} else {
+		fputs(buf, stdout);
+	}
+	free(buf);
+	return 0;
+}
+
 static int bad_command_line(const char *why)
 {
 	fprintf(stderr, "pinctl: %s\n", why);
@@ -512,7 +559,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!cmd)
-		return bad_command_line("no command (info, ls, holders or nodes)");
+		return bad_command_line("no command (info, ls, holders, nodes or cache)");
 	if (!strcmp(cmd, "info") && !arg)
 		return cmd_info(json);
 	if (!strcmp(cmd, "ls") && !arg)
@@ -521,8 +568,10 @@ int main(int argc, char **argv)
 		return cmd_holders(json, arg);
 	if (!strcmp(cmd, "nodes") && arg && !extra)
 		return cmd_nodes(json, arg);
+	if (!strcmp(cmd, "cache") && !extra)
+		return cmd_cache(json, arg);
 	if (strcmp(cmd, "info") && strcmp(cmd, "ls") && strcmp(cmd, "holders") &&
-	    strcmp(cmd, "nodes")) {
+	    strcmp(cmd, "nodes") && strcmp(cmd, "cache")) {
 		fprintf(stderr, "pinctl: unknown command \"%s\"\n", cmd);
 		args_try_help();
 		return EXIT_USAGE;
