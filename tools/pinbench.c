@@ -9,8 +9,9 @@
  *                        memory, and mmap + memcpy into pinned memory
  *   pinbench alloc-rate  the kernel's ALLOC on all CPUs against one
  *                        (pinbench/alloc_rate.c)
- *   pinbench shared FILE N processes sharing one copy through pinmem-cached
- *                        against one private load (pinbench/shared.c)
+ *   pinbench shared FILE N processes loading one checkpoint each on their
+ *                        own, then sharing one copy through pinmem-cached
+ *                        (pinbench/shared.c)
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
  *                        O_DIRECT writes + fsync of the same size (plain and
  *                        with registered buffers)
@@ -44,9 +45,9 @@ static void usage(FILE *f)
 		"usage: pinbench load FILE [options]\n"
 		"       pinbench save [OUT] [options]   (default OUT: ./pinbench-save.safetensors)\n"
 		"       pinbench shared FILE [--procs N] [--socket PATH] [--runs N]\n"
-		"                      N = 1, 2, 4 .. --procs workers (default 8) through\n"
-		"                      pinmem-cached against one private load (moves the\n"
-		"                      file's modification time on per run: a cold key)\n"
+		"                      N = 1, 2, 4 .. --procs workers (default 8), each\n"
+		"                      loading privately, then all through pinmem-cached\n"
+		"                      (moves the file's modification time on per run)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
