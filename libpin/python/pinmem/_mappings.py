@@ -160,8 +160,9 @@ def _over(base, dtype, shape, skip, cls):
 
 
 def _mapping_of(a):
-    """The _ViewMapping at the end of a's base chain, or None."""
+    """The _ViewMapping at the end of a's base chain (through the blocks
+    of _pool, which name theirs in _pinmem_base), or None."""
     x = a
-    while isinstance(x, np.ndarray):
-        x = x.base
+    while isinstance(x, np.ndarray) or hasattr(x, "_pinmem_base"):
+        x = x.base if isinstance(x, np.ndarray) else x._pinmem_base
     return x if isinstance(x, _ViewMapping) else None
