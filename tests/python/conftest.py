@@ -45,7 +45,8 @@ _tap = None
 
 VENV = os.environ.get("PINMEM_PY_VENV") == "1"
 # Modules that import torch at the top: Debian's python3 runs them.
-collect_ignore = ["test_torch.py", "test_st_compat.py"] if VENV else []
+collect_ignore = ["test_torch.py", "test_st_compat.py",
+                  "test_torch_pool.py"] if VENV else []
 # How pytest.importorskip and the tests' own checks say a package is absent.
 _MISSING = ("is not installed", "No module named", "could not import")
 

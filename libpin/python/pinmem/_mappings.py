@@ -12,7 +12,7 @@ import weakref
 
 import numpy as np
 
-from . import _lib
+from . import _cuda_auto, _lib
 from ._errors import PinError, _check
 from ._lib import lib
 
@@ -21,7 +21,9 @@ _CORE = "pinmem.core"
 # ---- Mappings -------------------------------------------------------------
 
 def _end_view(view, addr):
-    """Finalizer of a _ViewMapping: unmap, then close the view fd."""
+    """Finalizer of a _ViewMapping: end its CUDA registration, unmap, then
+    close the view fd."""
+    _cuda_auto.AUTO.unregister(view, addr)
     ret = lib.pin_view_unmap(view, addr)
     if ret < 0:
         sys.stderr.write("pinmem: unmapping a view at 0x%x failed: %s\n" %
@@ -106,6 +108,7 @@ class _ViewMapping:
         else:
             self._fin = weakref.finalize(self, _end_view, v.value,
                                          addr.value)
+            _cuda_auto.AUTO.register(v.value, addr.value, length)
         # weakref.finalize would otherwise unmap at interpreter exit while
         # arrays over the mapping still live (a later atexit hook or a
         # daemon thread reading one segfaults); exit unmaps it anyway.
@@ -160,8 +163,9 @@ def _over(base, dtype, shape, skip, cls):
 
 
 def _mapping_of(a):
-    """The _ViewMapping at the end of a's base chain, or None."""
+    """The _ViewMapping at the end of a's base chain (through the blocks
+    of _pool, which name theirs in _pinmem_base), or None."""
     x = a
-    while isinstance(x, np.ndarray):
-        x = x.base
+    while isinstance(x, np.ndarray) or hasattr(x, "_pinmem_base"):
+        x = x.base if isinstance(x, np.ndarray) else x._pinmem_base
     return x if isinstance(x, _ViewMapping) else None

@@ -10,34 +10,8 @@ import weakref
 
 from . import _lib, dlpack
 from ._lib import lib
+from ._cuda_auto import _CudaOpts
 from .core import PinError, _check
-
-class _CudaOpts(ctypes.Structure):
-    """struct pin_cuda_opts"""
-    _fields_ = [
-        ("size", ctypes.c_uint32),
-        ("flags", ctypes.c_uint32),
-        ("why", ctypes.c_void_p),
-        ("why_len", ctypes.c_size_t),
-    ]
-
-
-_lib._OPTIONAL.update({
-    "pin_cuda_open": (ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p),
-                                     ctypes.c_int, ctypes.c_void_p]),
-    "pin_cuda_close": (None, [ctypes.c_void_p]),
-    "pin_cuda_error": (ctypes.c_char_p, [ctypes.c_void_p]),
-    "pin_cuda_register": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p,
-                                         ctypes.c_uint]),
-    "pin_cuda_numa_node": (ctypes.c_int, [ctypes.c_void_p]),
-    "pin_cuda_unregister": (ctypes.c_int, [ctypes.c_void_p,
-                                           ctypes.c_void_p]),
-})
-for _n in ("pin_cuda_open", "pin_cuda_close", "pin_cuda_error",
-           "pin_cuda_register", "pin_cuda_unregister", "pin_cuda_numa_node"):
-    if _lib.has(_n):
-        _f = getattr(lib, _n)
-        _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
 
 
 def _close_cuda(ptr, registered, key):

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from . import _cuda_auto
 from ._mappings import _mapping_of
 
 kDLCPU = 1
@@ -144,10 +145,12 @@ def _dtype(dt):
 
 def device(a):
     """(device_type, device_id) of an array's memory: kDLCUDAHost when it
-    lies in a CUDA-registered range (pinmem.cuda), else kDLCPU."""
+    lies in a CUDA-registered range (pinmem.cuda, or registered by
+    _cuda_auto), else kDLCPU."""
     lo = a.__array_interface__["data"][0]
     hi = lo + a.nbytes
-    for start, end in list(_CUDA_RANGES.values()):
+    for start, end in list(_CUDA_RANGES.values()) + \
+            list(_cuda_auto.AUTO.ranges.values()):
         if start <= lo and hi <= end:
             return (kDLCUDAHost, 0)
     return (kDLCPU, 0)

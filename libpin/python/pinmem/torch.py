@@ -46,11 +46,11 @@ import weakref
 import numpy as np
 import torch
 
-from . import core
+from . import _pool, core
 from .core import ViewInUseError
 
 __all__ = ["view", "empty", "zeros", "from_array", "scoped_view",
-           "ReadOnlyTensor",
+           "ReadOnlyTensor", "pool_regions",
            "mapping_range",
            "dtype_name", "dtype_from_name", "element_size"]
 
@@ -225,28 +225,56 @@ def view(region, dtype, shape, offset=0, writable=False):
 
 
 def empty(shape, dtype=torch.float32, dev=None):
-    """A new tensor in a new pinned region of its own (the pin_memory=True
-    analogue), writable; the region is zeroed, so this is zeros() too.
-    dev: a pinmem Device (default: open one for the call). The region's
-    memory is freed with the tensor's storage."""
+    """A new writable tensor in pinned memory (the pin_memory=True
+    analogue), zero-filled, so this is zeros() too. dev: a pinmem Device
+    (default: open one when memory is needed). Up to 1 MiB the tensor is
+    a block of a pooled region that other small tensors share (pinmem's
+    _pool: 1,000 tensors of 4-64 KiB take a few regions, not 1,000);
+    larger ones get a region of their own. Either way the memory is
+    freed with the last tensor over it (for a pooled region: over any of
+    its blocks). No region handle is kept: such a tensor is pinned
+    memory to compute in, not a region to donate (use view() of a region
+    you own for that; the kernel counts the pool's one view mapping per
+    region, and holders() names it)."""
     shape = core._shape_tuple(shape)
     nbytes = max(math.prod(shape) * element_size(dtype), 1)
-    own = dev is None
-    d = core.open() if own else dev
+    if nbytes <= _pool.MAX:
+        pool = _POOL if dev is None else _pool_of(dev)
+        return from_array(pool.take(nbytes, lambda size: _alloc(dev, size)),
+                          dtype, shape)
+    r = _alloc(dev, nbytes)
     try:
-        r = d.alloc(nbytes)
-        try:
-            return view(r, dtype, shape, writable=True)
-        finally:
-            r.close()       # the view mapping keeps the memory
+        return view(r, dtype, shape, writable=True)
     finally:
-        if own:
-            d.close()
+        r.close()           # the view mapping keeps the memory
+
+
+def _alloc(dev, nbytes):
+    """A new region of dev, or of a device opened for the call."""
+    if dev is not None:
+        return dev.alloc(nbytes)
+    with core.open() as d:
+        return d.alloc(nbytes)
+
+
+# The pool of small tensors per Device; one for the devices empty() opens.
+_POOLS = weakref.WeakKeyDictionary()
+_POOL = _pool.Pool()
+
+
+def _pool_of(dev):
+    return _POOLS.setdefault(dev, _pool.Pool())
+
+
+def pool_regions(dev=None):
+    """The ids of the live regions that pool small tensors for dev (None:
+    for the devices empty() opened itself)."""
+    return (_POOL if dev is None else _pool_of(dev)).regions()
 
 
 def zeros(shape, dtype=torch.float32, dev=None):
     """As empty(): a fresh region is zero-filled by the kernel (device) or
-    by memfd (portable), so nothing is written here."""
+    by memfd (portable), and the pool zeroes a block it hands out again."""
     return empty(shape, dtype, dev)
 
 

@@ -1,0 +1,112 @@
+# SPDX-License-Identifier: MIT
+"""CUDA registration of the view mappings Python hands to frameworks,
+where a CUDA driver is present, so that copies from them to a GPU are
+direct (the driver sees page-locked memory, as for cudaHostAlloc) and
+DLPack reports them as kDLCUDAHost (JAX's pinned_host).
+
+The first shared view mapping of the process opens libpin's CUDA handle
+for GPU 0 (pin_cuda_open: libcuda.so.1, or $PIN_CUDA_LIBRARY). If that
+fails (no driver, no GPU) nothing is registered, now or later, and nothing
+is said. Otherwise every shared view mapping is registered once it is
+mapped (pin_cuda_register_view: in chunks, read-only for a read-only
+mapping) and unregistered before it is unmapped; a registration the
+driver refuses is said once (a warning) and the mapping stays usable,
+unregistered. Copy-on-write (private) mappings are never registered: the
+driver would pin the pages the mapping reads now, and a write would
+then give the process a private copy the GPU never sees.
+PINMEM_CUDA_REGISTER=0 turns all of it off. At exit, what is still
+registered is unregistered and the handle closed.
+"""
+import atexit
+import ctypes
+import os
+import threading
+
+from . import _lib
+from ._errors import warn_once
+from ._lib import lib
+
+
+class _CudaOpts(ctypes.Structure):
+    """struct pin_cuda_opts"""
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("why", ctypes.c_void_p),
+        ("why_len", ctypes.c_size_t),
+    ]
+
+
+_P = ctypes.c_void_p
+_lib._OPTIONAL.update({
+    "pin_cuda_open": (ctypes.c_int, [ctypes.POINTER(_P), ctypes.c_int, _P]),
+    "pin_cuda_close": (None, [_P]),
+    "pin_cuda_error": (ctypes.c_char_p, [_P]),
+    "pin_cuda_register": (ctypes.c_int, [_P, _P, ctypes.c_uint]),
+    "pin_cuda_numa_node": (ctypes.c_int, [_P]),
+    "pin_cuda_unregister": (ctypes.c_int, [_P, _P]),
+    "pin_cuda_register_view": (ctypes.c_int, [_P, _P, _P, ctypes.c_uint]),
+    "pin_cuda_unregister_view": (ctypes.c_int, [_P, _P, _P]),
+})
+for _n in [n for n in _lib._OPTIONAL if n.startswith("pin_cuda_")]:
+    if _lib.has(_n):
+        _f = getattr(lib, _n)
+        _f.restype, _f.argtypes = _lib._OPTIONAL[_n]
+
+
+class CudaRegistrationWarning(UserWarning):
+    """The driver refused to register a view mapping (said once)."""
+
+
+class _Auto:
+    """The process's handle, opened on first use; ranges it registered."""
+
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.tried = False
+        self.ptr = None
+        #: view mapping address -> (start, end), registered
+        self.ranges = {}
+
+    def _open(self):
+        self.tried = True
+        if os.environ.get("PINMEM_CUDA_REGISTER") == "0" or \
+                not _lib.has("pin_cuda_register_view"):
+            return
+        p = ctypes.c_void_p()
+        opts = _lib.init(_CudaOpts)
+        if lib.pin_cuda_open(ctypes.byref(p), 0, ctypes.byref(opts)) == 0:
+            self.ptr = p.value
+            atexit.register(self.close)
+
+    def register(self, view, addr, length):
+        with self.lock:
+            if not self.tried:
+                self._open()
+            if self.ptr is None:
+                return
+            ret = lib.pin_cuda_register_view(self.ptr, view, addr, 0)
+            if ret < 0:
+                warn_once(CudaRegistrationWarning,
+                          "pinmem: CUDA did not register a view mapping "
+                          "(%s); copies from it to a GPU are staged as "
+                          "from pageable memory" %
+                          _lib.text(lib.pin_cuda_error(self.ptr)),
+                          stacklevel=5)
+                return
+            self.ranges[addr] = (addr, addr + length)
+
+    def unregister(self, view, addr):
+        with self.lock:
+            if self.ranges.pop(addr, None) is not None and self.ptr:
+                lib.pin_cuda_unregister_view(self.ptr, view, addr)
+
+    def close(self):
+        with self.lock:
+            if self.ptr:
+                lib.pin_cuda_close(self.ptr)    # unregisters what is left
+            self.ptr = None
+            self.ranges.clear()
+
+
+AUTO = _Auto()

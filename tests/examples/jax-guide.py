@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: MIT
+# The README's "Using pinmem with JAX", runnable: tests/python/
+# test_readme_guides.py runs it (argument: a folder to work in) and checks
+# that the README shows the code after the "# guide" line as it is here.
+import os
+import sys
+
+import numpy as np
+import pinmem
+
+os.chdir(sys.argv[1])
+# Data on 64 bytes, which JAX needs to take it without a copy (pinmem's
+# writer puts it on 4096; other writers: load_safetensors' copy_unaligned).
+pinmem.save_safetensors("model.safetensors", {"w": np.ones((4, 4), np.float32)})
+# guide
+import jax, jax.numpy as jnp, pinmem, pinmem.jax as pj
+
+params = pj.load_safetensors("model.safetensors")   # name -> jax.Array over a sealed region
+w = params["w"]                                  # zero-copy: pj.mapping_range(w) is its mapping
+y = jax.jit(lambda a: a * 2, donate_argnums=0)(w)   # XLA writes a new buffer, never the region
+r = pinmem.open().alloc(1 << 20)
+r.owner_array(np.float32, (1024,))[:] = 1.0     # fill it while OPEN
+r.seal()
+a = pj.view(r, jnp.float32, (1024,))            # read-only, counted by the kernel
+cached = np.asarray(a)                          # a NumPy view: it holds the mapping too
+if r.backend == "device":                       # the portable backend cannot donate
+    try:
+        r.donate()
+    except pinmem.BusyError as e:
+        print(e)                                # names the process and range of a's mapping
+    del a, cached
+    r.donate()                                  # the last view is gone: reuse is safe
+params = pj.load_safetensors("model.safetensors", shared=True)  # one copy per host

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Loaded checkpoints are registered with CUDA where a driver is present
+(pinmem._cuda_auto), seen through the driver test double
+(tests/cuda/cuda-double.c): the exact ranges and flags torch's or JAX's
+copy would find registered, unregistered when the tensors die; no driver,
+no change and no warning. Each case runs in a child process: the handle
+is the process's, opened once."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
+
+CHILD = r'''
+import ctypes, gc, json, os, sys, warnings
+import numpy as np
+warnings.simplefilter("error")
+import pinmem
+from pinmem import _cuda_auto, dlpack
+from pinmem.safetensors.numpy import save_file, load_file
+
+class Call(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_char), ("base", ctypes.c_size_t),
+                ("size", ctypes.c_uint64), ("flags", ctypes.c_uint),
+                ("result", ctypes.c_int)]
+
+class Stats(ctypes.Structure):
+    _fields_ = [("init_calls", ctypes.c_ulong),
+                ("register_calls", ctypes.c_ulong),
+                ("unregister_calls", ctypes.c_ulong),
+                ("live", ctypes.c_ulong), ("primary_refs", ctypes.c_int),
+                ("ctx_depth", ctypes.c_int), ("violations", ctypes.c_ulong),
+                ("last_violation", ctypes.c_char * 256),
+                ("nr_calls", ctypes.c_size_t), ("log", Call * 64)]
+
+def stats():
+    lib = os.environ.get("PIN_CUDA_LIBRARY", "")
+    if not os.path.exists(lib):
+        return None
+    fn = ctypes.CDLL(lib).cuda_double_stats
+    fn.restype = ctypes.POINTER(Stats)
+    return fn().contents
+
+def calls(s):
+    return [(c.op.decode(), c.base, c.size, c.flags)
+            for c in s.log[:min(s.nr_calls, 64)]] if s else []
+
+def span(ptr, n):
+    return [ptr, ptr + n]
+
+path = os.path.join(sys.argv[1], "m.safetensors")
+save_file({"a": np.arange(4096, dtype=np.float32),
+           "b": np.ones(3, np.int8)}, path)
+out = {"backend": pinmem.open().backend}
+sd = load_file(path)
+out["np"] = {k: span(v.ctypes.data, v.nbytes) for k, v in sd.items()}
+out["np_dlpack"] = [dlpack.device(v)[0] for v in sd.values()]
+try:
+    import torch, pinmem.torch as pt
+    from pinmem.safetensors.torch import load_file as tload
+    td = tload(path)
+    out["pt"] = {k: span(v.data_ptr(), v.numel() * v.element_size())
+                 for k, v in td.items()}
+    e = pt.empty((1024,), torch.float32)
+    out["pt_empty"] = span(e.data_ptr(), 4096)
+    out["pinned"] = [bool(v.is_pinned()) for v in td.values()]
+    del td, e
+except ImportError:
+    pass
+s = stats()
+out["live"] = s.live if s else None
+out["calls"] = calls(s)
+out["handle"] = _cuda_auto.AUTO.ptr is not None
+del sd
+gc.collect()
+out["live_after"] = s.live if s else None
+out["violations"] = [s.violations, s.last_violation.decode()] if s else None
+print(json.dumps(out))
+'''
+
+
+def child(tmp_path, library, **env):
+    e = dict(os.environ, PIN_CUDA_LIBRARY=library,
+             PYTHONPATH=os.path.join(TOP, "libpin", "python"), **env)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout.splitlines()[-1]), p.stderr
+
+
+def covered(spans, calls, ro):
+    """Each span lies in one registration of the right flags."""
+    want = 0x01 | (0x08 if ro else 0)       # PORTABLE (| READ_ONLY)
+    for lo, hi in spans:
+        if not any(op == "R" and base <= lo and hi <= base + size and
+                   flags == want for op, base, size, flags in calls):
+            return False
+    return True
+
+
+needs_double = pytest.mark.skipif(
+    not os.path.exists(DOUBLE),
+    reason="the CUDA driver double is not built (make all)")
+
+
+@needs_double
+def test_loaded_tensors_are_registered_and_unregistered(tmp_path):
+    out, err = child(tmp_path, DOUBLE)
+    assert out["handle"]
+    assert covered(out["np"].values(), out["calls"], ro=True), out
+    assert out["np_dlpack"] == [3, 3]       # kDLCUDAHost: JAX's pinned_host
+    if "pt" in out:
+        # Device backend: shared read-only views, registered. Portable:
+        # copy-on-write views, never registered (a write would leave the
+        # GPU reading the pages the process no longer sees).
+        if out["backend"] == "device":
+            assert covered(out["pt"].values(), out["calls"], ro=True), out
+        else:
+            assert not covered(out["pt"].values(), out["calls"], ro=True)
+        assert covered([out["pt_empty"]], out["calls"], ro=False), out
+        # torch 1.13 of Debian is a CPU build: is_pinned() asks CUDA's
+        # runtime, which it does not have, so it says False whatever the
+        # driver registered.
+        assert out["pinned"] == [False, False]
+    assert out["live_after"] == 0
+    assert out["violations"] == [0, ""]
+    assert err == ""
+
+
+@needs_double
+def test_switched_off_registers_nothing(tmp_path):
+    out, err = child(tmp_path, DOUBLE, PINMEM_CUDA_REGISTER="0")
+    assert not out["handle"] and out["calls"] == []
+    assert out["np_dlpack"] == [1, 1]       # kDLCPU
+
+
+def test_no_driver_changes_nothing_and_says_nothing(tmp_path):
+    missing = os.path.join(TOP, "build", "no-such-libcuda.so.1")
+    out, err = child(tmp_path, missing)
+    assert not out["handle"] and out["np_dlpack"] == [1, 1]
+    assert err == ""
