@@ -13,7 +13,7 @@ os.chdir(sys.argv[1])
 # writer puts it on 4096; other writers: load_safetensors' copy_unaligned).
 pinmem.save_safetensors("model.safetensors", {"w": np.ones((4, 4), np.float32)})
 # guide
-import jax, jax.numpy as jnp, pinmem, pinmem.jax as pj
+import gc, jax, jax.numpy as jnp, pinmem, pinmem.jax as pj
 
 params = pj.load_safetensors("model.safetensors")   # name -> jax.Array over a sealed region
 w = params["w"]                                  # zero-copy: pj.mapping_range(w) is its mapping
@@ -29,5 +29,6 @@ if r.backend == "device":                       # the portable backend cannot do
     except pinmem.BusyError as e:
         print(e)                                # names the process and range of a's mapping
     del a, cached
+    gc.collect()                                # JAX's buffer goes with its last reference
     r.donate()                                  # the last view is gone: reuse is safe
 params = pj.load_safetensors("model.safetensors", shared=True)  # one copy per host
