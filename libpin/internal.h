@@ -177,6 +177,13 @@ const char *pin__strerror(int err, char *buf, size_t len);
 /* Find the mapping record of addr in v; NULL if v did not make it. */
 struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 
+/*
+ * scm_send.c: send len bytes of buf as one message on sock, with fd
+ * (SCM_RIGHTS) unless it is negative; MSG_NOSIGNAL and flags; 0, -EIO
+ * when fewer bytes went, or -errno.
+ */
+int pin__scm_send(int sock, const void *buf, size_t len, int fd, int flags);
+
 /* Device ioctl wrapper: 0 or -errno, restarting on EINTR only if asked. */
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
