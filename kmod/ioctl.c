@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pinmem: the ioctls of the device, region and view fds, and the one place
- * their arguments are handled. An ioctl number is matched to the fd it is
- * issued on (else ENOTTY); its struct is copied in at the caller's size,
- * which the number carries (copy_struct_from_user(): fields past the end
- * of the caller's struct read as zero, bytes past ours must be zero, else
- * E2BIG); its fields are validated here (unknown flags, reserved fields,
- * lengths and ranges: EINVAL) and handed to the operation as kernel
- * values; the struct is copied out at the smaller of the two sizes. The
- * operations (region.c, view.c, state.c, ...) never touch user memory,
- * and no lock is held across a copy here.
+ * pinmem: the ioctls of the device, region and view fds, the one place
+ * their arguments are handled, and the region and view fds' file
+ * operations. An ioctl number is matched to the fd it is issued on (else
+ * ENOTTY); its struct is copied in at the caller's size, which the number
+ * carries (copy_struct_from_user(): fields past the end of the caller's
+ * struct read as zero, bytes past ours must be zero, else E2BIG); its
+ * fields are validated here (unknown flags, reserved fields, lengths and
+ * ranges: EINVAL) and handed to the operation as kernel values; the
+ * struct is copied out at the smaller of the two sizes. The operations
+ * (region.c, view.c, state.c, ...) never touch user memory, and no lock
+ * is held across a copy here. LIST, HOLDERS and REFS hand their records
+ * to records.c, which checks the caller's record_size (EINVAL below the
+ * first published one) and copies them out.
  */
+#include <linux/anon_inodes.h>
 #include <linux/err.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -57,6 +61,10 @@ struct pinmem_ioc_call {
 	union pinmem_ioc_arg arg;
 };
 
+/* The fds ALLOC and VIEW make (at the end of this file). */
+static const struct file_operations pinmem_region_fops;
+static const struct file_operations pinmem_view_fops;
+
 /* Copy the struct out, the bytes both sides know. */
 static int pinmem_ioc_copy_out(struct pinmem_ioc_call *c)
 {
@@ -97,15 +105,6 @@ static int pinmem_check_range(u64 offset, u64 length, u64 size)
 		return -EINVAL;
 	if (offset > size || length > size - offset)
 		return -EINVAL;
-	return 0;
-}
-
-/* The caller's record size (LIST, HOLDERS, REFS): 0 is the first one. */
-static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
-{
-	if (record_size && record_size < size_ver0)
-		return -EINVAL;
-	*out = record_size ?: size_ver0;
 	return 0;
 }
 
@@ -167,109 +166,14 @@ static int pinmem_ioc_alloc(struct pinmem_ioc_call *c)
 				   &region);
 	if (ret)
 		return ret;
-	file = pinmem_region_file(region);
+	file = anon_inode_getfile("[pinmem]", &pinmem_region_fops, region,
+				  O_RDWR);
 	if (IS_ERR(file)) {
 		pinmem_region_put(region);
 		return PTR_ERR(file);
 	}
 	a->region_id = region->id;
 	return pinmem_ioc_install(c, file, &a->fd);
-}
-
-/*
- * Snapshot records into a kernel buffer, sized by what exists rather than
- * by the caller's capacity: ask for the count first, then fill, again
- * (with room to grow) if the count grew in between. A process that keeps
- * adding mappings must not starve the query: after the last try the
- * records taken stand as the whole answer, count included, so that
- * count and the records filled always agree. Returns the buffer (NULL
- * when no record is to be copied), its record count in *filled and the
- * total in *count.
- */
-static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
-			     void *ctx, size_t size, u32 capacity,
-			     u32 *filled, u32 *count)
-{
-	void *buf = NULL;
-	u32 n = 0;
-	int tries;
-
-	for (tries = 0; ; tries++) {
-		*count = snap(ctx, buf, n);
-		if (*count <= n || n == capacity)
-			break;
-		if (tries == 4) {
-			*count = n;
-			break;
-		}
-		kvfree(buf);
-		n = min_t(u64, (u64)*count + *count / 4 + 16, capacity);
-		buf = kvcalloc(n, size, GFP_KERNEL_ACCOUNT);
-		if (!buf)
-			return ERR_PTR(-ENOMEM);
-	}
-	*filled = min(*count, n);
-	return buf;
-}
-
-/*
- * Copy n records of size bytes from buf to the caller's array at ptr,
- * whose records are record_size bytes: each gets the bytes both know.
- */
-static int pinmem_records_to_user(u64 ptr, u32 record_size, const void *buf,
-				  size_t size, u32 n)
-{
-	size_t len = min_t(size_t, record_size, size);
-	u32 i;
-
-	if (record_size == size)
-		return copy_to_user(u64_to_user_ptr(ptr), buf,
-				    array_size(n, size)) ? -EFAULT : 0;
-	for (i = 0; i < n; i++) {
-		if (copy_to_user(u64_to_user_ptr(ptr + (u64)i * record_size),
-				 buf + i * size, len))
-			return -EFAULT;
-		cond_resched();
-	}
-	return 0;
-}
-
-static_assert(sizeof(struct pinmem_region_info) >=
-	      PINMEM_REGION_INFO_SIZE_VER0);
-static_assert(sizeof(struct pinmem_holder) >= PINMEM_HOLDER_SIZE_VER0);
-static_assert(sizeof(struct pinmem_ref_range) >= PINMEM_REF_RANGE_SIZE_VER0);
-
-/* A records query: the records wanted and where they go. */
-struct pinmem_query {
-	u32 (*snap)(void *ctx, void *buf, u32 cap);
-	void *ctx;
-	size_t size;			/* of a record, to the module */
-	u32 size_ver0;			/* of a record, first published */
-	u64 ptr;
-	u32 capacity;
-	u32 record_size;		/* as the caller gave it */
-};
-
-/*
- * Snapshot records and copy up to capacity of them to the caller; the
- * total goes to *count. 0 or -errno.
- */
-static int pinmem_query_to_user(const struct pinmem_query *q, u32 *count)
-{
-	u32 filled, record_size;
-	void *buf;
-	int ret;
-
-	ret = pinmem_record_size(q->record_size, q->size_ver0, &record_size);
-	if (ret)
-		return ret;
-	buf = pinmem_snapshot(q->snap, q->ctx, q->size, q->capacity, &filled,
-			      count);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	ret = pinmem_records_to_user(q->ptr, record_size, buf, q->size, filled);
-	kvfree(buf);
-	return ret;
 }
 
 static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
@@ -280,7 +184,7 @@ static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
 static int pinmem_ioc_list(struct pinmem_ioc_call *c)
 {
 	struct pinmem_list *l = &c->arg.list;
-	struct pinmem_query q = {
+	struct pinmem_records q = {
 		.snap = pinmem_list_snap,
 		.size = sizeof(struct pinmem_region_info),
 		.size_ver0 = PINMEM_REGION_INFO_SIZE_VER0,
@@ -291,7 +195,7 @@ static int pinmem_ioc_list(struct pinmem_ioc_call *c)
 
 	if (l->reserved)
 		return -EINVAL;
-	return pinmem_query_to_user(&q, &l->count);
+	return pinmem_records_to_user(&q, &l->count);
 }
 
 /*
@@ -300,7 +204,7 @@ static int pinmem_ioc_list(struct pinmem_ioc_call *c)
  * own (region_id 0).
  */
 static int pinmem_query_region(struct pinmem_ioc_call *c, u64 region_id,
-			       struct pinmem_query *q, u32 *count)
+			       struct pinmem_records *q, u32 *count)
 {
 	struct pinmem_region *region;
 	int ret;
@@ -309,7 +213,7 @@ static int pinmem_query_region(struct pinmem_ioc_call *c, u64 region_id,
 	if (IS_ERR(region))
 		return PTR_ERR(region);
 	q->ctx = region;
-	ret = pinmem_query_to_user(q, count);
+	ret = pinmem_records_to_user(q, count);
 	pinmem_region_put(region);
 	return ret;
 }
@@ -317,7 +221,7 @@ static int pinmem_query_region(struct pinmem_ioc_call *c, u64 region_id,
 static int pinmem_ioc_holders(struct pinmem_ioc_call *c)
 {
 	struct pinmem_holders *h = &c->arg.holders;
-	struct pinmem_query q = {
+	struct pinmem_records q = {
 		.snap = pinmem_holders_snapshot,
 		.size = sizeof(struct pinmem_holder),
 		.size_ver0 = PINMEM_HOLDER_SIZE_VER0,
@@ -334,7 +238,7 @@ static int pinmem_ioc_holders(struct pinmem_ioc_call *c)
 static int pinmem_ioc_refs(struct pinmem_ioc_call *c)
 {
 	struct pinmem_refs *r = &c->arg.refs;
-	struct pinmem_query q = {
+	struct pinmem_records q = {
 		.snap = pinmem_refs_snapshot,
 		.size = sizeof(struct pinmem_ref_range),
 		.size_ver0 = PINMEM_REF_RANGE_SIZE_VER0,
@@ -405,6 +309,7 @@ static int pinmem_ioc_info(struct pinmem_ioc_call *c)
 static int pinmem_ioc_view(struct pinmem_ioc_call *c)
 {
 	struct pinmem_view *v = &c->arg.view;
+	struct pinmem_view_file *view;
 	struct file *file;
 	int ret;
 
@@ -414,9 +319,16 @@ static int pinmem_ioc_view(struct pinmem_ioc_call *c)
 		return -EINVAL;
 	ret = pinmem_view_create(c->region, v->offset >> PAGE_SHIFT,
 				 v->length >> PAGE_SHIFT,
-				 v->flags & PINMEM_VIEW_WRITE, &file);
+				 v->flags & PINMEM_VIEW_WRITE, &view);
 	if (ret)
 		return ret;
+	file = anon_inode_getfile("[pinmem-view]", &pinmem_view_fops, view,
+				  view->flags & PINMEM_VIEW_WRITE ?
+				  O_RDWR : O_RDONLY);
+	if (IS_ERR(file)) {
+		pinmem_view_put(view);
+		return PTR_ERR(file);
+	}
 	return pinmem_ioc_install(c, file, &v->fd);
 }
 
@@ -634,16 +546,49 @@ long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	return pinmem_ioctl(PINMEM_ON_DEV, NULL, NULL, cmd, arg);
 }
 
-long pinmem_region_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long arg)
+static long pinmem_region_ioctl(struct file *file, unsigned int cmd,
+				unsigned long arg)
 {
 	return pinmem_ioctl(PINMEM_ON_REGION, file->private_data, NULL, cmd,
 			    arg);
 }
 
-long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static long pinmem_view_ioctl(struct file *file, unsigned int cmd,
+			      unsigned long arg)
 {
 	struct pinmem_view_file *view = file->private_data;
 
 	return pinmem_ioctl(PINMEM_ON_VIEW, view->region, view, cmd, arg);
 }
+
+static int pinmem_region_release(struct inode *inode, struct file *file)
+{
+	pinmem_region_put(file->private_data);
+	return 0;
+}
+
+static int pinmem_view_release(struct inode *inode, struct file *file)
+{
+	pinmem_view_put(file->private_data);
+	return 0;
+}
+
+/* The region fd: ALLOC makes it; its mmaps are owner mappings (mmap.c). */
+static const struct file_operations pinmem_region_fops = {
+	.owner		= THIS_MODULE,
+	.release	= pinmem_region_release,
+	.mmap		= pinmem_region_mmap,
+	.unlocked_ioctl	= pinmem_region_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+/* A view fd: VIEW makes it; its mmaps are view mappings (mmap.c). */
+static const struct file_operations pinmem_view_fops = {
+	.owner		= THIS_MODULE,
+	.release	= pinmem_view_release,
+	.mmap		= pinmem_view_mmap,
+	.unlocked_ioctl	= pinmem_view_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};

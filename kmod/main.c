@@ -2,27 +2,16 @@
 /*
  * pinmem: kernel-arbitrated pinned host memory.
  *
- * The misc device /dev/pinmem, the module's limits and its counters.
+ * The top of the module: init and exit, the misc device /dev/pinmem
+ * (its ioctls are ioctl.c's) and the debugfs counters of limits.c's
+ * totals.
  */
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
-#include <linux/moduleparam.h>
-#include <linux/sizes.h>
 
 #include "pinmem.h"
-
-struct pinmem_totals pinmem_totals;
-
-unsigned long long pinmem_max_total_bytes;
-module_param_named(max_total_bytes, pinmem_max_total_bytes, ullong, 0644);
-MODULE_PARM_DESC(max_total_bytes,
-		 "Bytes all regions may hold together (0: no module limit)");
-
-unsigned long long pinmem_max_region_bytes = 64ULL * SZ_1G;
-module_param_named(max_region_bytes, pinmem_max_region_bytes, ullong, 0644);
-MODULE_PARM_DESC(max_region_bytes, "Largest region, in bytes");
 
 static struct dentry *pinmem_debugfs;
 

@@ -119,7 +119,7 @@ struct pinmem_holder_rec {
 	bool maywrite;			/* VM_MAYWRITE when counted */
 };
 
-/* Global totals (main.c), for debugfs and DEV_INFO. */
+/* Global totals (limits.c), for the module limit, debugfs and DEV_INFO. */
 struct pinmem_totals {
 	atomic64_t regions;
 	atomic64_t pages;
@@ -127,7 +127,21 @@ struct pinmem_totals {
 	atomic64_t view_fds;
 };
 
-/* main.c */
+/*
+ * A records query of LIST, HOLDERS or REFS (records.c): snap() puts up to
+ * cap records of size bytes at buf and returns how many there are.
+ */
+struct pinmem_records {
+	u32 (*snap)(void *ctx, void *buf, u32 cap);
+	void *ctx;
+	size_t size;			/* of a record, to the module */
+	u32 size_ver0;			/* of a record, first published */
+	u64 ptr;			/* the caller's array */
+	u32 capacity;			/* its records */
+	u32 record_size;		/* as the caller gave it; 0: size_ver0 */
+};
+
+/* limits.c */
 extern struct pinmem_totals pinmem_totals;
 extern unsigned long long pinmem_max_total_bytes;
 extern unsigned long long pinmem_max_region_bytes;
@@ -142,11 +156,9 @@ struct pinmem_region *pinmem_region_get_queried(struct pinmem_region *fd_region,
 struct page *pinmem_region_page(struct pinmem_region *region, pgoff_t pgoff);
 gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback);
 bool pinmem_beyond_available(unsigned long nr_pages);
-struct file *pinmem_region_file(struct pinmem_region *region);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
 u32 pinmem_region_list(void *buf, u32 capacity);
-extern const struct file_operations pinmem_region_fops;
 
 /* alloc_parallel.c */
 struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
@@ -177,8 +189,9 @@ void pinmem_region_nodes(struct pinmem_region *region, u64 *bytes);
 
 /* view.c */
 int pinmem_view_create(struct pinmem_region *region, pgoff_t pgoff,
-		       pgoff_t nr_pages, bool write, struct file **out);
-extern const struct file_operations pinmem_view_fops;
+		       pgoff_t nr_pages, bool write,
+		       struct pinmem_view_file **out);
+void pinmem_view_put(struct pinmem_view_file *view);
 
 /* state.c */
 int pinmem_seal(struct pinmem_region *region);
@@ -214,10 +227,10 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
 u32 pinmem_holders_snapshot(void *region, void *buf, u32 capacity);
 
+/* records.c */
+int pinmem_records_to_user(const struct pinmem_records *q, u32 *count);
+
 /* ioctl.c */
 long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
-long pinmem_region_ioctl(struct file *file, unsigned int cmd,
-			 unsigned long arg);
-long pinmem_view_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 
 #endif /* _PINMEM_INTERNAL_H */

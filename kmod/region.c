@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pinmem: regions. Allocation in order-9 chunks (smaller orders only when
- * asked to fall back), the RLIMIT_MEMLOCK and module-limit charges, the
- * region file, lookup by id, and freeing on the last reference.
+ * asked to fall back), the RLIMIT_MEMLOCK and module-limit charges,
+ * lookup by id, and freeing on the last reference.
  */
-#include <linux/anon_inodes.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/err.h>
-#include <linux/file.h>
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/pid_namespace.h>
@@ -477,26 +475,4 @@ u32 pinmem_region_list(void *buf, u32 capacity)
 	}
 	mutex_unlock(&pinmem_regions_lock);
 	return n;
-}
-
-static int pinmem_region_release_file(struct inode *inode, struct file *file)
-{
-	pinmem_region_put(file->private_data);
-	return 0;
-}
-
-const struct file_operations pinmem_region_fops = {
-	.owner		= THIS_MODULE,
-	.release	= pinmem_region_release_file,
-	.mmap		= pinmem_region_mmap,
-	.unlocked_ioctl	= pinmem_region_ioctl,
-	.compat_ioctl	= compat_ptr_ioctl,
-	.llseek		= noop_llseek,
-};
-
-/* A new region file; it takes over the caller's reference on success. */
-struct file *pinmem_region_file(struct pinmem_region *region)
-{
-	return anon_inode_getfile("[pinmem]", &pinmem_region_fops, region,
-				  O_RDWR);
 }

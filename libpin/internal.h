@@ -9,6 +9,7 @@
 #ifndef LIBPIN_INTERNAL_H
 #define LIBPIN_INTERNAL_H
 
+#include <linux/types.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -176,6 +177,13 @@ const char *pin__strerror(int err, char *buf, size_t len);
 /* Find the mapping record of addr in v; NULL if v did not make it. */
 struct pin_view_mapping *pin__view_mapping(struct pin_view *v, void *addr);
 
+/*
+ * scm_send.c: send len bytes of buf as one message on sock, with fd
+ * (SCM_RIGHTS) unless it is negative; MSG_NOSIGNAL and flags; 0, -EIO
+ * when fewer bytes went, or -errno.
+ */
+int pin__scm_send(int sock, const void *buf, size_t len, int fd, int flags);
+
 /* Device ioctl wrapper: 0 or -errno, restarting on EINTR only if asked. */
 int pin__ioctl(int fd, unsigned long req, void *arg);
 
@@ -222,6 +230,26 @@ int pin__fallocate(int fd, uint64_t off, uint64_t len);
 /* shmem_thp.c */
 #define PIN_THP_SYSFS	"/sys/kernel/mm/transparent_hugepage"
 int pin__shmem_thp_advise(const char *thp_dir);
+
+/* records.c */
+/*
+ * A record query (LIST, HOLDERS, REFS): its ioctl and struct, whose array
+ * pointer, capacity and count fields are at ptr, capacity and count;
+ * records of rec_size bytes; put() hands record i on into the caller's
+ * array of stride bytes (pin__array_put).
+ */
+struct pin__records {
+	unsigned long req;
+	void *arg;
+	__u64 *ptr;
+	__u32 *capacity;
+	const __u32 *count;
+	size_t rec_size;
+	void (*put)(void *out, size_t stride, size_t i, const void *rec);
+};
+/* The records, up to cap of them, into out; their count or -errno. */
+int pin__records(int fd, const struct pin__records *q, void *out,
+		 size_t stride, size_t cap);
 
 /* dev.c: struct pinmem_region_info -> struct pin_region_info */
 void pin__info_from_uapi(struct pin_region_info *info, const void *uinfo);

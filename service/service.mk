@@ -1,21 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
 # pinmem-cached (service/): one pinned copy of a checkpoint per host. It
 # links libpin and compiles the cache protocol's files (libpin/cache/*.c,
-# which libpin.so keeps to itself) into the binary. Installed to sbin/;
+# and the message sender they share with pin_fd_send(), scm_send.c, which
+# libpin.so keeps to itself) into the binary. Installed to sbin/;
 # with install-service, beside the systemd units and the sysusers.d file
 # (deploy/pinmem-cached.*) and the manual page. Its options are parsed as
 # the tools' are (tools/lib/args.c).
 
 SERVICE_SRCS	:= $(sort $(wildcard service/*.c))
 SERVICE_PROTO	:= libpin/cache/cache_proto.c libpin/cache/cache_msg.c \
-		   tools/lib/args.c
+		   libpin/core/scm_send.c tools/lib/args.c
 CACHED		:= $(B)/sbin/pinmem-cached
 
 all: $(CACHED)
 
 $(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
-		libpin/cache/cache_proto.h include/pin_cache.h tools/lib/args.h \
-		$(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
+		libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
+		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ $(SERVICE_SRCS) \
 		$(SERVICE_PROTO) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
@@ -27,8 +28,8 @@ SYSUSERSDIR	?= /usr/lib/sysusers.d
 CACHED_SAN	:= $(B)/sbin-san/pinmem-cached
 all: $(CACHED_SAN) $(B)/tests/cache-san/cache-client
 $(CACHED_SAN): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
-		libpin/cache/cache_proto.h include/pin_cache.h tools/lib/args.h \
-		$(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
+		libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
+		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ \
 		$(SERVICE_SRCS) $(SERVICE_PROTO) $(B)/lib-san/libpin.a -ldl -luring

@@ -282,13 +282,29 @@ static int portable_no_registry(struct pin_dev *dev, const char *what)
 			 what);
 }
 
+static void region_info_put(void *out, size_t stride, size_t i,
+			    const void *rec)
+{
+	struct pin_region_info info;
+
+	pin__info_from_uapi(&info, rec);
+	pin__array_put(out, stride, i, &info, sizeof(info));
+}
+
 int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
 		    size_t cap)
 {
-	struct pinmem_region_info *u = NULL;
-	struct pin_region_info info;
-	struct pinmem_list l;
-	size_t i, n, stride;
+	struct pinmem_list l = { 0 };
+	const struct pin__records recs = {
+		.req = PINMEM_IOC_LIST,
+		.arg = &l,
+		.ptr = &l.regions_ptr,
+		.capacity = &l.capacity,
+		.count = &l.count,
+		.rec_size = sizeof(struct pinmem_region_info),
+		.put = region_info_put,
+	};
+	size_t stride;
 	int ret;
 
 	if (!dev || pin__array_stride(infos, cap, PIN__REGION_INFO_SIZE,
@@ -296,30 +312,10 @@ int pin_dev_regions(struct pin_dev *dev, struct pin_region_info *infos,
 		return -EINVAL;
 	if (dev->backend != PIN_BACKEND_DEVICE)
 		return portable_no_registry(dev, "list");
-	if (cap > UINT32_MAX)
-		cap = UINT32_MAX;
-	if (cap) {
-		u = calloc(cap, sizeof(*u));
-		if (!u)
-			return pin__fail(dev->err, -ENOMEM, "list");
-	}
-	memset(&l, 0, sizeof(l));
-	l.regions_ptr = (uintptr_t)u;
-	l.capacity = (uint32_t)cap;
-	ret = pin__ioctl(dev->fd, PINMEM_IOC_LIST, &l);
-	if (ret) {
-		free(u);
+	ret = pin__records(dev->fd, &recs, infos, stride, cap);
+	if (ret < 0)
 		return pin__fail(dev->err, ret, "list regions");
-	}
-	n = l.count < cap ? l.count : cap;
-	for (i = 0; i < n; i++) {
-		pin__info_from_uapi(&info, &u[i]);
-		pin__array_put(infos, stride, i, &info, sizeof(info));
-	}
-	free(u);
-	if (l.count > INT32_MAX)
-		return INT32_MAX;
-	return (int)l.count;
+	return ret;
 }
 
 int pin_dev_region_holders(struct pin_dev *dev, uint64_t id,

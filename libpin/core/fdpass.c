@@ -13,34 +13,10 @@
 int pin_fd_send(int sock, int fd)
 {
 	char byte = 'P';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct msghdr msg;
-	struct cmsghdr *c;
-	ssize_t n;
 
 	if (sock < 0 || fd < 0)
 		return -EBADF;
-	memset(&ctl, 0, sizeof(ctl));
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctl.buf;
-	msg.msg_controllen = sizeof(ctl.buf);
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	do
-		n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return n == 1 ? 0 : -EIO;
+	return pin__scm_send(sock, &byte, 1, fd, 0);
 }
 
 #ifndef SCM_PIDFD

@@ -15,48 +15,39 @@
 
 #include "internal.h"
 
+static void holder_put(void *out, size_t stride, size_t i, const void *rec)
+{
+	const struct pinmem_holder *u = rec;
+	struct pin_holder h;
+
+	memset(&h, 0, sizeof(h));
+	h.pid = (pid_t)u->tgid;
+	h.kind = (int)u->kind;
+	h.start = u->start;
+	h.length = u->length;
+	h.offset = u->offset;
+	h.prot = (int)u->prot;
+	h.maywrite = !!(u->flags & PINMEM_HOLDER_MAYWRITE);
+	memcpy(h.comm, u->comm, sizeof(h.comm));
+	h.comm[sizeof(h.comm) - 1] = '\0';
+	pin__array_put(out, stride, i, &h, sizeof(h));
+}
+
 int pin__holders_ioctl(int fd, uint64_t id, void *holders, size_t stride,
 		       size_t cap)
 {
-	struct pinmem_holder *u = NULL;
-	struct pinmem_holders q;
-	size_t i, n;
-	int ret;
+	struct pinmem_holders q = { .region_id = id };
+	const struct pin__records recs = {
+		.req = PINMEM_IOC_HOLDERS,
+		.arg = &q,
+		.ptr = &q.holders_ptr,
+		.capacity = &q.capacity,
+		.count = &q.count,
+		.rec_size = sizeof(struct pinmem_holder),
+		.put = holder_put,
+	};
 
-	if (cap > UINT32_MAX)
-		cap = UINT32_MAX;
-	if (cap) {
-		u = calloc(cap, sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-	}
-	memset(&q, 0, sizeof(q));
-	q.region_id = id;
-	q.holders_ptr = (uintptr_t)u;
-	q.capacity = (uint32_t)cap;
-	ret = pin__ioctl(fd, PINMEM_IOC_HOLDERS, &q);
-	if (ret) {
-		free(u);
-		return ret;
-	}
-	n = q.count < cap ? q.count : cap;
-	for (i = 0; i < n; i++) {
-		struct pin_holder hold, *h = &hold;
-
-		memset(h, 0, sizeof(*h));
-		h->pid = (pid_t)u[i].tgid;
-		h->kind = (int)u[i].kind;
-		h->start = u[i].start;
-		h->length = u[i].length;
-		h->offset = u[i].offset;
-		h->prot = (int)u[i].prot;
-		h->maywrite = !!(u[i].flags & PINMEM_HOLDER_MAYWRITE);
-		memcpy(h->comm, u[i].comm, sizeof(h->comm));
-		h->comm[sizeof(h->comm) - 1] = '\0';
-		pin__array_put(holders, stride, i, h, sizeof(*h));
-	}
-	free(u);
-	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
+	return pin__records(fd, &recs, holders, stride, cap);
 }
 
 int pin_region_holders(struct pin_region *r, struct pin_holder *holders,

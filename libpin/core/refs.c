@@ -91,44 +91,37 @@ void pin__refs_release(struct pin__refs_hold *h)
 	h->active = 0;
 }
 
+static void ref_range_put(void *out, size_t stride, size_t i,
+			  const void *rec)
+{
+	const struct pinmem_ref_range *u = rec;
+	struct pin_ref_range rr = {
+		.offset = u->offset,
+		.length = u->length,
+		.refs = u->refs,
+		.pinned = u->pinned,
+		.expected = u->expected,
+	};
+
+	pin__array_put(out, stride, i, &rr, sizeof(rr));
+}
+
 static int refs_ioctl(int fd, uint64_t id, void *out, size_t stride,
 		      size_t cap)
 {
-	struct pinmem_ref_range *u = NULL;
-	struct pinmem_refs q;
-	size_t i, n;
-	int ret;
+	struct pinmem_refs q = { .region_id = id };
+	const struct pin__records recs = {
+		.req = PINMEM_IOC_REFS,
+		.arg = &q,
+		.ptr = &q.ranges_ptr,
+		.capacity = &q.capacity,
+		.count = &q.count,
+		.rec_size = sizeof(struct pinmem_ref_range),
+		.put = ref_range_put,
+	};
+	int ret = pin__records(fd, &recs, out, stride, cap);
 
-	if (cap > UINT32_MAX)
-		cap = UINT32_MAX;
-	if (cap) {
-		u = calloc(cap, sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-	}
-	memset(&q, 0, sizeof(q));
-	q.region_id = id;
-	q.ranges_ptr = (uintptr_t)u;
-	q.capacity = (uint32_t)cap;
-	ret = pin__ioctl(fd, PINMEM_IOC_REFS, &q);
-	if (ret) {
-		free(u);
-		return ret == -ENOTTY ? -EOPNOTSUPP : ret;
-	}
-	n = q.count < cap ? q.count : cap;
-	for (i = 0; i < n; i++) {
-		struct pin_ref_range rr = {
-			.offset = u[i].offset,
-			.length = u[i].length,
-			.refs = u[i].refs,
-			.pinned = u[i].pinned,
-			.expected = u[i].expected,
-		};
-
-		pin__array_put(out, stride, i, &rr, sizeof(rr));
-	}
-	free(u);
-	return q.count > INT32_MAX ? INT32_MAX : (int)q.count;
+	return ret == -ENOTTY ? -EOPNOTSUPP : ret;
 }
 
 int pin_region_refs(struct pin_region *r, struct pin_ref_range *ranges,

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pinmem: the records of LIST, HOLDERS and REFS, copied to the caller's
+ * array. The records are snapshotted into a kernel buffer first (by the
+ * query's snap(), which takes its own locks), then copied at the
+ * caller's record size: an older caller gets the fields it knows, a newer
+ * one its fields past ours left as it gave them. No lock is held across
+ * a copy.
+ */
+#include <linux/err.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "pinmem.h"
+
+/* The caller's record size (LIST, HOLDERS, REFS): 0 is the first one. */
+static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
+{
+	if (record_size && record_size < size_ver0)
+		return -EINVAL;
+	*out = record_size ?: size_ver0;
+	return 0;
+}
+
+/*
+ * Snapshot records into a kernel buffer, sized by what exists rather than
+ * by the caller's capacity: ask for the count first, then fill, again
+ * (with room to grow) if the count grew in between. A process that keeps
+ * adding mappings must not starve the query: after the last try the
+ * records taken stand as the whole answer, count included, so that
+ * count and the records filled always agree. Returns the buffer (NULL
+ * when no record is to be copied), its record count in *filled and the
+ * total in *count.
+ */
+static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
+			     void *ctx, size_t size, u32 capacity,
+			     u32 *filled, u32 *count)
+{
+	void *buf = NULL;
+	u32 n = 0;
+	int tries;
+
+	for (tries = 0; ; tries++) {
+		*count = snap(ctx, buf, n);
+		if (*count <= n || n == capacity)
+			break;
+		if (tries == 4) {
+			*count = n;
+			break;
+		}
+		kvfree(buf);
+		n = min_t(u64, (u64)*count + *count / 4 + 16, capacity);
+		buf = kvcalloc(n, size, GFP_KERNEL_ACCOUNT);
+		if (!buf)
+			return ERR_PTR(-ENOMEM);
+	}
+	*filled = min(*count, n);
+	return buf;
+}
+
+/*
+ * Copy n records of size bytes from buf to the caller's array at ptr,
+ * whose records are record_size bytes: each gets the bytes both know.
+ */
+static int pinmem_records_copy(u64 ptr, u32 record_size, const void *buf,
+			       size_t size, u32 n)
+{
+	size_t len = min_t(size_t, record_size, size);
+	u32 i;
+
+	if (record_size == size)
+		return copy_to_user(u64_to_user_ptr(ptr), buf,
+				    array_size(n, size)) ? -EFAULT : 0;
+	for (i = 0; i < n; i++) {
+		if (copy_to_user(u64_to_user_ptr(ptr + (u64)i * record_size),
+				 buf + i * size, len))
+			return -EFAULT;
+		cond_resched();
+	}
+	return 0;
+}
+
+static_assert(sizeof(struct pinmem_region_info) >=
+	      PINMEM_REGION_INFO_SIZE_VER0);
+static_assert(sizeof(struct pinmem_holder) >= PINMEM_HOLDER_SIZE_VER0);
+static_assert(sizeof(struct pinmem_ref_range) >= PINMEM_REF_RANGE_SIZE_VER0);
+
+/*
+ * Snapshot records and copy up to capacity of them to the caller; the
+ * total goes to *count. 0 or -errno.
+ */
+int pinmem_records_to_user(const struct pinmem_records *q, u32 *count)
+{
+	u32 filled, record_size;
+	void *buf;
+	int ret;
+
+	ret = pinmem_record_size(q->record_size, q->size_ver0, &record_size);
+	if (ret)
+		return ret;
+	buf = pinmem_snapshot(q->snap, q->ctx, q->size, q->capacity, &filled,
+			      count);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = pinmem_records_copy(q->ptr, record_size, buf, q->size, filled);
+	kvfree(buf);
+	return ret;
+}
