@@ -110,6 +110,7 @@ static long run_ops(int dev, const struct op *ops, long n, char *why,
 	if (m->user && verbose >= 0)
 		printf("# uid %u: %ld ALLOCs refused at RLIMIT_MEMLOCK as predicted, %ld by-id queries\n",
 		       getuid(), m->refused, m->probes);
+	fflush(stdout);	/* the worker ends in _exit */
 	/* Always release (lingering children too); judge it if all else passed. */
 	if (bad) {
 		char ignored[256];
