@@ -262,6 +262,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		fuzz_user = &user;
+		fflush(stdout);	/* or each worker prints these lines again */
 	}
 	t0 = model_now();
 	for (int w = 0; w < nworkers; w++) {
