@@ -86,11 +86,14 @@ check-debug: deps
 	tests/report $(B)/results-debug
 
 # PINMEM_FUZZ_SECONDS per libFuzzer target (default 600), then
-# PINMEM_FUZZ_OPS ABI fuzzer operations (default 2000000) in a 6.1 guest.
+# PINMEM_FUZZ_OPS ABI fuzzer operations (default 2000000) in a 6.1 guest,
+# then PINMEM_FUZZ_USER_OPS (default 1000000) as unprivileged users.
 fuzz: all fuzz-build
 	tests/fuzz/run $${PINMEM_FUZZ_SECONDS:-600}
 	PINMEM_VM_TIMEOUT=7200 PINMEM_FUZZ_OPS=$${PINMEM_FUZZ_OPS:-2000000} \
 		tests/vm/run build/fault/abifuzz
+	PINMEM_VM_TIMEOUT=7200 PINMEM_FUZZ_USER_OPS=$${PINMEM_FUZZ_USER_OPS:-1000000} \
+		tests/vm/run tests/guest.d/61-fuzz-user
 
 # Parts 1-5 under Debian's python3 (torch), then part 6 (JAX) under the
 # venv that tests/deps.sh made, in the same guest.

@@ -10,13 +10,14 @@
  */
 #include "abifuzz-model.h"
 
-struct model *model_new(int dev)
+struct model *model_new(int dev, const struct fuzz_user *user)
 {
 	struct model *m = calloc(1, sizeof(*m));
 
 	if (!m)
 		return NULL;
 	m->dev = dev;
+	m->user = user && user->uid ? user : NULL;
 	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, m->sock)) {
 		free(m);
 		return NULL;
@@ -82,6 +83,15 @@ struct counts counts_of(struct model *m, int r)
 		c.view_fds += !seen;
 	}
 	return c;
+}
+
+int live_regions(const struct model *m)
+{
+	int n = 0;
+
+	for (int r = 0; r < NR; r++)
+		n += m->R[r].live;
+	return n;
 }
 
 /* A region nothing refers to is gone. */

@@ -28,7 +28,7 @@ enum op_kind {
 	OP_MREMAP_SHRINK, OP_MREMAP_GROW, OP_SPLIT, OP_MADV_DONTNEED,
 	OP_MADV_DONTFORK, OP_FORK_EXIT, OP_FORK_LINGER, OP_REAP, OP_PASS_FD,
 	OP_CLOSE, OP_SEAL, OP_DONATE, OP_DONATE_WAIT, OP_PUBLISH, OP_REOPEN,
-	OP_HOLDERS, OP_LIST, OP_WRITE, OP_READ, OP_NR
+	OP_HOLDERS, OP_LIST, OP_WRITE, OP_READ, OP_FOREIGN, OP_NR
 };
 
 /* A kind and three random numbers, read against the model when run. */
@@ -71,7 +71,24 @@ struct child {
 	struct vma v[NV];
 };
 
+/*
+ * A worker run as an unprivileged user (abifuzz -u): its RLIMIT_MEMLOCK
+ * in bytes, and ids of regions other users hold, which it must never see.
+ */
+#define NFOREIGN 4
+#define CHUNK	(2UL << 20)	/* ALLOC charges whole chunks */
+
+struct fuzz_user {
+	uid_t uid;		/* 0: workers run as the caller */
+	gid_t gid;
+	uint64_t memlock;
+	uint64_t foreign[NFOREIGN];
+	int nforeign;
+};
+
 struct model {
+	const struct fuzz_user *user;	/* NULL unless unprivileged */
+	long refused, probes;	/* ALLOCs refused (ENOMEM), by-id probes */
 	int dev, sock[2], next_file, nids;
 	struct region R[NR];
 	struct fdobj F[NF];
@@ -113,7 +130,15 @@ void add_vma(struct model *m, int vi, char *addr, int fi, int prot,
 
 #define FAIL(...) do { snprintf(why, len, __VA_ARGS__); return -1; } while (0)
 
-struct model *model_new(int dev);
+struct model *model_new(int dev, const struct fuzz_user *user);
+int live_regions(const struct model *m);
+/* In unprivileged mode: LIST shows exactly this worker's live regions. */
+int check_own_list(struct model *m, char *why, size_t len);
+int op_foreign(struct model *m, const struct op *op, char *why, size_t len);
+int user_become(const struct fuzz_user *u, uid_t uid);
+int user_memlock_back(int dev, const struct fuzz_user *u);
+int user_victims_make(int dev, struct fuzz_user *u, int nworkers);
+int user_victims_check(void);
 /* Run one op and compare; 0, or -1 with the mismatch in why. */
 int model_step(struct model *m, const struct op *op, char *why, size_t len);
 /* Release everything; checks that the regions went away. */

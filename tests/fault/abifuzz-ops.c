@@ -10,7 +10,7 @@ static int op_alloc(struct model *m, const struct op *op, char *why,
 		    size_t len, int *touched)
 {
 	struct pinmem_alloc a = { 0 };
-	int fi = free_slot_f(m), r;
+	int fi = free_slot_f(m), r, want = 0;
 
 	for (r = 0; r < NR && m->R[r].live; r++)
 		;
@@ -18,9 +18,16 @@ static int op_alloc(struct model *m, const struct op *op, char *why,
 		return 0;
 	a.size = (1 + op->a % MAXPG) * PGSZ;
 	a.flags = op->b & 1 ? PINMEM_ALLOC_FALLBACK : 0;
-	if (expect(0, ioctl(m->dev, PINMEM_IOC_ALLOC, &a) ? errno : 0,
+	/* Each region is charged a whole chunk to the user's RLIMIT_MEMLOCK. */
+	if (m->user && (live_regions(m) + 1) * CHUNK > m->user->memlock)
+		want = ENOMEM;
+	if (expect(want, ioctl(m->dev, PINMEM_IOC_ALLOC, &a) ? errno : 0,
 		   "ALLOC", why, len))
 		return -1;
+	if (want) {
+		m->refused++;
+		return check_own_list(m, why, len);
+	}
 	m->R[r] = (struct region){ .live = 1, .id = a.region_id,
 				   .pages = a.size / PGSZ,
 				   .state = PINMEM_STATE_OPEN };
@@ -28,7 +35,7 @@ static int op_alloc(struct model *m, const struct op *op, char *why,
 	m->F[fi] = (struct fdobj){ .used = 1, .fd = a.fd, .r = r,
 				   .file = ++m->next_file };
 	*touched = r;
-	return 0;
+	return m->user ? check_own_list(m, why, len) : 0;
 }
 
 static int op_view(struct model *m, const struct op *op, char *why,
@@ -464,6 +471,8 @@ static int op_list(struct model *m, char *why, size_t len)
 	static struct pinmem_region_info l[512];
 	struct pinmem_list q = { .regions_ptr = (uintptr_t)l, .capacity = 512 };
 
+	if (m->user)
+		return check_own_list(m, why, len);
 	if (expect(0, ioctl(m->dev, PINMEM_IOC_LIST, &q) ? errno : 0, "LIST",
 		   why, len))
 		return -1;
@@ -541,6 +550,7 @@ int model_step(struct model *m, const struct op *op, char *why, size_t len)
 	case OP_LIST: ret = op_list(m, why, len); break;
 	case OP_WRITE: ret = op_rw(m, op, 1, why, len, &t); break;
 	case OP_READ: ret = op_rw(m, op, 0, why, len, &t); break;
+	case OP_FOREIGN: ret = op_foreign(m, op, why, len); break;
 	default: ret = op_state(m, op, why, len, &t); break;
 	}
 	if (ret)

@@ -15,8 +15,12 @@
  * too: a failure is replayed in fresh processes with ops removed until no
  * single op can go, and the short sequence is printed.
  *
- *   abifuzz [-s SEED] [-n OPS] [-w WORKERS]
+ *   abifuzz [-s SEED] [-n OPS] [-w WORKERS] [-u UID [-g GID] [-m BYTES]]
  *   PINMEM_FUZZ_SEED, PINMEM_FUZZ_OPS (default 200000 in all), _WORKERS (4)
+ *   -u (PINMEM_FUZZ_UID): worker w runs as uid UID + w in group GID
+ *   (_GID) with RLIMIT_MEMLOCK BYTES (_MEMLOCK, default 8 MiB); the
+ *   caller, root, first makes a region of its own and one of another user
+ *   that no worker may see or change (abifuzz-user.c).
  * Output is TAP: one test, "ok 1 - abifuzz seed S: N ops".
  */
 #include "abifuzz-model.h"
@@ -26,7 +30,7 @@ static const char *const op_names[OP_NR] = {
 	"mremap_shrink", "mremap_grow", "split", "madv_dontneed",
 	"madv_dontfork", "fork_exit", "fork_linger", "reap", "pass_fd",
 	"close", "seal", "donate", "donate_wait", "publish", "reopen",
-	"holders", "list", "write", "read",
+	"holders", "list", "write", "read", "foreign",
 };
 
 /* Relative frequencies; ALLOC (2 MiB zeroed) is the expensive one. */
@@ -38,8 +42,11 @@ static const unsigned int op_weight[OP_NR] = {
 	[OP_REAP] = 1, [OP_PASS_FD] = 3, [OP_CLOSE] = 6, [OP_SEAL] = 4,
 	[OP_DONATE] = 4, [OP_DONATE_WAIT] = 2, [OP_PUBLISH] = 3,
 	[OP_REOPEN] = 3, [OP_HOLDERS] = 4, [OP_LIST] = 2, [OP_WRITE] = 10,
-	[OP_READ] = 10,
+	[OP_READ] = 10, [OP_FOREIGN] = 2,
 };
+
+/* Set in main before the workers fork (abifuzz -u); NULL otherwise. */
+static const struct fuzz_user *fuzz_user;
 
 static uint64_t splitmix(uint64_t *s)
 {
@@ -77,12 +84,13 @@ void op_describe(const struct op *op, char *buf, size_t len)
 /*
  * Run ops[0..n) in this process on a fresh model; 0 if every result
  * matched, else 1 + the index of the first op that did not (its message in
- * *why). Everything is released at the end either way.
+ * *why). Everything is released at the end either way. verbose: 1 prints
+ * each op, 0 the worker's tallies, -1 (the reduction's tries) nothing.
  */
 static long run_ops(int dev, const struct op *ops, long n, char *why,
 		    size_t wlen, int verbose)
 {
-	struct model *m = model_new(dev);
+	struct model *m = model_new(dev, fuzz_user);
 	long i, bad = 0;
 
 	if (!m) {
@@ -90,7 +98,7 @@ static long run_ops(int dev, const struct op *ops, long n, char *why,
 		return 1;
 	}
 	for (i = 0; i < n && !bad; i++) {
-		if (verbose) {
+		if (verbose > 0) {
 			char d[96];
 
 			op_describe(&ops[i], d, sizeof(d));
@@ -99,6 +107,10 @@ static long run_ops(int dev, const struct op *ops, long n, char *why,
 		if (model_step(m, &ops[i], why, wlen))
 			bad = i + 1;
 	}
+	if (m->user && verbose >= 0)
+		printf("# uid %u: %ld ALLOCs refused at RLIMIT_MEMLOCK as predicted, %ld by-id queries\n",
+		       getuid(), m->refused, m->probes);
+	fflush(stdout);	/* the worker ends in _exit */
 	/* Always release (lingering children too); judge it if all else passed. */
 	if (bad) {
 		char ignored[256];
@@ -121,7 +133,7 @@ static long run_ops_child(int dev, const struct op *ops, long n)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		long bad = run_ops(dev, ops, n, why, sizeof(why), 0);
+		long bad = run_ops(dev, ops, n, why, sizeof(why), -1);
 
 		_exit(bad ? 1 : 0);
 	}
@@ -174,7 +186,7 @@ static int worker(int dev, uint64_t seed, long nops)
 	bad = run_ops(dev, ops, nops, why, sizeof(why), 0);
 	if (!bad) {
 		free(ops);
-		return 0;
+		return fuzz_user && user_memlock_back(dev, fuzz_user);
 	}
 	printf("# worker seed %llu: op %ld: %s\n", (unsigned long long)seed,
 	       bad - 1, why);
@@ -201,18 +213,29 @@ int main(int argc, char **argv)
 	uint64_t seed = env_long("PINMEM_FUZZ_SEED", 0);
 	long nops = env_long("PINMEM_FUZZ_OPS", 200000);
 	int nworkers = env_long("PINMEM_FUZZ_WORKERS", 4);
+	struct fuzz_user user = {
+		.uid = env_long("PINMEM_FUZZ_UID", 0),
+		.gid = env_long("PINMEM_FUZZ_GID", 0),
+		.memlock = env_long("PINMEM_FUZZ_MEMLOCK", 8 << 20),
+	};
 	struct pinmem_dev_info base, now;
 	pid_t pids[64];
 	int opt, dev, failed = 0;
 	double t0;
 
-	while ((opt = getopt(argc, argv, "s:n:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:w:u:g:m:")) != -1) {
 		if (opt == 's')
 			seed = strtoull(optarg, NULL, 0);
 		else if (opt == 'n')
 			nops = strtol(optarg, NULL, 0);
 		else if (opt == 'w')
 			nworkers = atoi(optarg);
+		else if (opt == 'u')
+			user.uid = strtoul(optarg, NULL, 0);
+		else if (opt == 'g')
+			user.gid = strtoul(optarg, NULL, 0);
+		else if (opt == 'm')
+			user.memlock = strtoull(optarg, NULL, 0);
 		else
 			return 2;
 	}
@@ -229,11 +252,29 @@ int main(int argc, char **argv)
 		printf("ok 1 # SKIP no %s\n", PINMEM_DEVICE_PATH);
 		return 0;
 	}
+	if (user.uid) {
+		printf("# workers as uids %u-%u, group %u, RLIMIT_MEMLOCK %llu\n",
+		       user.uid, user.uid + nworkers - 1, user.gid,
+		       (unsigned long long)user.memlock);
+		if (getuid() || user_victims_make(dev, &user, nworkers) ||
+		    ioctl(dev, PINMEM_IOC_DEV_INFO, &base)) {
+			printf("not ok 1 - abifuzz -u needs root to set up\n");
+			return 1;
+		}
+		fuzz_user = &user;
+		fflush(stdout);	/* or each worker prints these lines again */
+	}
 	t0 = model_now();
 	for (int w = 0; w < nworkers; w++) {
 		uint64_t s = seed + w;
 
 		pids[w] = fork();
+		if (pids[w] == 0 && user.uid) {
+			close(dev);
+			dev = user_become(&user, user.uid + w);
+			if (dev < 0)
+				_exit(1);
+		}
 		if (pids[w] == 0)
 			_exit(worker(dev, splitmix(&s), nops / nworkers));
 	}
@@ -265,6 +306,8 @@ int main(int argc, char **argv)
 		       now.total_bytes, now.nr_mappings, now.nr_view_fds);
 		failed = 1;
 	}
+	if (user.uid && user_victims_check())
+		failed = 1;
 	printf("# abifuzz: %ld ops in %.1f s\n", nops / nworkers * nworkers,
 	       model_now() - t0);
 	printf("%s 1 - abifuzz seed %llu: %ld ops\n", failed ? "not ok" : "ok",

@@ -17,4 +17,5 @@ $(B)/fault/%: tests/fault/%.c $(wildcard tests/fault/*.h) \
 
 $(patsubst $(B)/%,build/%,$(FAULT_PROGS)): build/fault/%: $(B)/fault/% ;
 
-$(B)/fault/abifuzz: tests/fault/abifuzz-model.c tests/fault/abifuzz-ops.c
+$(B)/fault/abifuzz: tests/fault/abifuzz-model.c tests/fault/abifuzz-ops.c \
+		tests/fault/abifuzz-user.c
