@@ -6,6 +6,14 @@
  * open/close keep the region's counts exact through fork, VMA splits,
  * mremap and exit.
  *
+ * A view fd of a SEALED region can also be mapped MAP_PRIVATE (ABI 7): the
+ * region's pages are inserted as in a shared view, but with the private
+ * VMA's page protection, which never has write: a write fault copies the
+ * page into anonymous memory (do_wp_page), so the region's pages are never
+ * written through such a mapping. It counts as a view mapping (it reads
+ * the region's pages, and can get them back after MADV_DONTNEED) and never
+ * as a writable one.
+ *
  * A failed mmap leaves no count: ->mmap counts as its very last step and
  * cannot fail after it (prefaulting is best effort). Where mmap_region()
  * can still fail after ->mmap succeeded (6.12: arch_validate_flags, the
@@ -35,6 +43,18 @@
 #include "trace.h"
 
 #define PINMEM_INSERT_BATCH	64
+
+/* A copy-on-write view mapping (MAP_PRIVATE of a view fd). */
+static bool pinmem_vma_private(struct vm_area_struct *vma)
+{
+	return !(vma->vm_flags & VM_MAYSHARE);
+}
+
+/* Whether a VMA may write the region's pages: shared, with VM_MAYWRITE. */
+static bool pinmem_vma_maywrite(struct vm_area_struct *vma)
+{
+	return !pinmem_vma_private(vma) && vma->vm_flags & VM_MAYWRITE;
+}
 
 /* Count a VMA in (delta 1) or out (-1); the caller holds region->lock. */
 static void pinmem_count(struct pinmem_holder_rec *rec, int delta)
@@ -78,7 +98,7 @@ static void pinmem_vm_open(struct vm_area_struct *vma)
 	rec->region = old->region;
 	rec->base = old->base;
 	rec->kind = old->kind;
-	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+	rec->maywrite = pinmem_vma_maywrite(vma);
 	vma->vm_private_data = rec;
 
 	mutex_lock(&rec->region->lock);
@@ -171,13 +191,17 @@ static const struct vm_operations_struct pinmem_vm_ops = {
 	.fault	= pinmem_vm_fault,
 };
 
-/* Checks common to both kinds: MAP_SHARED, bounds. */
-static int pinmem_mmap_check(struct vm_area_struct *vma, pgoff_t nr_pages)
+/*
+ * Checks common to both kinds: bounds, and MAP_SHARED unless allow_private
+ * (a view; its state decides). A read-only fd's MAP_SHARED loses VM_SHARED
+ * but keeps VM_MAYSHARE.
+ */
+static int pinmem_mmap_check(struct vm_area_struct *vma, pgoff_t nr_pages,
+			     bool allow_private)
 {
 	unsigned long len = vma_pages(vma);
 
-	/* A read-only fd's MAP_SHARED loses VM_SHARED but keeps VM_MAYSHARE. */
-	if (!(vma->vm_flags & VM_MAYSHARE))
+	if (pinmem_vma_private(vma) && !allow_private)
 		return -EINVAL;
 	if (vma->vm_pgoff > nr_pages || len > nr_pages - vma->vm_pgoff)
 		return -EINVAL;
@@ -219,14 +243,14 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
 	struct pinmem_holder_rec *rec;
 	int ret;
 
-	ret = pinmem_mmap_check(vma, region->nr_pages);
+	ret = pinmem_mmap_check(vma, region->nr_pages, false);
 	if (ret)
 		return ret;
 	rec = pinmem_rec_new(vma, region, 0, PINMEM_HOLDER_OWNER);
 	if (!rec)
 		return -ENOMEM;
 	pinmem_vma_setup(vma, rec);
-	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+	rec->maywrite = pinmem_vma_maywrite(vma);
 
 	mutex_lock(&region->lock);
 	pinmem_rec_add(rec);
@@ -247,8 +271,31 @@ int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma)
  * (EPERM), and when the region is not OPEN VM_MAYWRITE goes, so mprotect
  * cannot add write later. A read-write view fd mapped read-only while
  * OPEN keeps VM_MAYWRITE and counts as writable, as memfd's F_SEAL_WRITE
- * does. Admitted, its chunks are marked for the reference checks
- * (refs.c).
+ * does. A private (copy-on-write) mapping only while SEALED (EPERM): its
+ * pages not yet copied must not change under it; it keeps VM_MAYWRITE,
+ * as its writes go to its own copies.
+ */
+static int pinmem_view_admit(struct pinmem_region *region,
+			     struct vm_area_struct *vma)
+{
+	lockdep_assert_held(&region->lock);
+	if (region->state == PINMEM_STATE_DONATED || region->donate_waiters)
+		return -EBUSY;
+	if (pinmem_vma_private(vma))
+		return region->state == PINMEM_STATE_SEALED ? 0 : -EPERM;
+	if (region->state != PINMEM_STATE_OPEN) {
+		if (vma->vm_flags & VM_WRITE)
+			return -EPERM;
+		pinmem_vm_flags_clear(vma, VM_MAYWRITE);
+	} else if (region->seal_waiters && vma->vm_flags & VM_MAYWRITE) {
+		return -EBUSY;	/* a SEAL waits for writers' references */
+	}
+	return 0;
+}
+
+/*
+ * A view mapping: admitted (above), then its chunks are marked for the
+ * reference checks (refs.c), as writable only when it may write them.
  */
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -257,7 +304,7 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 	struct pinmem_holder_rec *rec;
 	int ret;
 
-	ret = pinmem_mmap_check(vma, view->nr_pages);
+	ret = pinmem_mmap_check(vma, view->nr_pages, true);
 	if (ret)
 		return ret;
 	rec = pinmem_rec_new(vma, region, view->pgoff, PINMEM_HOLDER_VIEW);
@@ -265,20 +312,11 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 		return -ENOMEM;
 
 	mutex_lock(&region->lock);
-	if (region->state == PINMEM_STATE_DONATED || region->donate_waiters) {
-		ret = -EBUSY;
-	} else if (region->state != PINMEM_STATE_OPEN) {
-		if (vma->vm_flags & VM_WRITE)
-			ret = -EPERM;
-		else
-			pinmem_vm_flags_clear(vma, VM_MAYWRITE);
-	} else if (region->seal_waiters && vma->vm_flags & VM_MAYWRITE) {
-		ret = -EBUSY;	/* a SEAL waits for writers' references */
-	}
+	ret = pinmem_view_admit(region, vma);
 	if (!ret)
 		ret = pinmem_refs_taint(region, view->pgoff + vma->vm_pgoff,
 					vma_pages(vma),
-					vma->vm_flags & VM_MAYWRITE);
+					pinmem_vma_maywrite(vma));
 	trace_pinmem_mmap(region->id, true, vma->vm_start,
 			  vma->vm_end - vma->vm_start, vma->vm_flags & VM_WRITE,
 			  region->state, ret);
@@ -288,7 +326,7 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 		return ret;
 	}
 	pinmem_vma_setup(vma, rec);
-	rec->maywrite = vma->vm_flags & VM_MAYWRITE;
+	rec->maywrite = pinmem_vma_maywrite(vma);
 	pinmem_rec_add(rec);
 	mutex_unlock(&region->lock);
 
@@ -429,6 +467,8 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 			    PAGE_SHIFT;
 		h->prot = pinmem_prot(READ_ONCE(vma->vm_flags));
 		h->flags = rec->maywrite ? PINMEM_HOLDER_MAYWRITE : 0;
+		if (pinmem_vma_private(vma))
+			h->flags |= PINMEM_HOLDER_PRIVATE;
 		pinmem_holder_task(vma, h, all_addr, &last, &last_mm);
 	}
 	mutex_unlock(&region->lock);

@@ -21,7 +21,11 @@
  *
  * Three kinds of fd: the device fd (open("/dev/pinmem")), region fds (from
  * ALLOC; mmap of one is an owner mapping) and view fds (from VIEW; mmap of
- * one is a view mapping). Which fd serves each ioctl, the mmap rules, each
+ * one is a view mapping). Mappings are MAP_SHARED, except that since ABI 7
+ * a view fd of a SEALED region may also be mapped MAP_PRIVATE: a
+ * copy-on-write view whose writes go to the process's own anonymous
+ * copies, never to the region; it counts as a view mapping (DONATE waits
+ * for it) until it is unmapped. Which fd serves each ioctl, the mmap rules, each
  * ioctl's errors and every field's ABI version: Documentation/abi.md in the
  * pinmem source tree, the reference that this header is checked against.
  */
@@ -34,12 +38,14 @@
 #define PINMEM_DEVICE_PATH	"/dev/pinmem"
 
 /* ABI version of this header; the module serves libraries >= MIN_COMPAT. */
-#define PINMEM_ABI_VERSION	6	/* 2: DONATE and SEAL count page references; EXPECT, REFS
+#define PINMEM_ABI_VERSION	7	/* 2: DONATE and SEAL count page references; EXPECT, REFS
 					 * 3: ALLOC on a NUMA node; NODES
 					 * 4: ALLOC_LAZY and POPULATE
 					 * 5: FILL
 					 * 6: structs of any size from the first
-					 *    published; record_size */
+					 *    published; record_size
+					 * 7: MAP_PRIVATE (copy-on-write) view
+					 *    mappings of a SEALED region */
 #define PINMEM_ABI_MIN_COMPAT	1
 
 /* Regions are backed by chunks of this order (2 MiB with 4 KiB pages). */
@@ -182,6 +188,8 @@ struct pinmem_view_info {
 /* Holder flags */
 #define PINMEM_HOLDER_MAYWRITE	(1U << 0)	/* counts as a writable mapping */
 #define PINMEM_HOLDER_ADDR_HIDDEN (1U << 1)	/* start withheld (is 0) */
+/* ABI 7: a copy-on-write view mapping (MAP_PRIVATE of a view fd) */
+#define PINMEM_HOLDER_PRIVATE	(1U << 2)
 
 /* One mapping of a region. prot is PROT_READ|PROT_WRITE|PROT_EXEC bits. */
 struct pinmem_holder {

@@ -301,7 +301,7 @@ TEST_F(counting, failed_mmap_leaves_no_count)
 	int vrw = pm_view(rfd, 0, MiB, PINMEM_VIEW_WRITE);
 	struct pinmem_dev_info di;
 
-	ASSERT_ERRNO(EINVAL, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
+	ASSERT_ERRNO(EPERM, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
 	ASSERT_ERRNO(EINVAL, mmap(NULL, MiB + PG, PROT_READ, MAP_SHARED, vro, 0));
 	ASSERT_ERRNO(EACCES, mmap(NULL, PG, PROT_WRITE, MAP_SHARED, vro, 0));
 	ASSERT_TRANSITION(0, pm_seal(rfd));
@@ -309,6 +309,7 @@ TEST_F(counting, failed_mmap_leaves_no_count)
 				 vrw, 0));
 	ASSERT_TRANSITION(0, pm_donate(rfd));
 	ASSERT_ERRNO(EBUSY, mmap(NULL, PG, PROT_READ, MAP_SHARED, vro, 0));
+	ASSERT_ERRNO(EBUSY, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
 	pm_expect_counts(rfd, 0, 0, 0);
 	ASSERT_EQ(0, pm_holders(rfd, NULL, 0));
 	pm_dev_info(self->env.dev, &di);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * View fds and view mappings: protection, the mmap rules (MAP_SHARED only,
- * within the view, no growing), sub-range views and VIEW_INFO.
+ * View fds and view mappings: protection, the mmap rules (MAP_SHARED
+ * while OPEN, within the view, no growing), sub-range views and VIEW_INFO.
  */
 #include "pinmem_test.h"
 
@@ -34,15 +34,16 @@ TEST_F(views, readonly_view_refuses_mprotect_write)
 	close(rfd);
 }
 
-TEST_F(views, map_private_is_einval)
+/* MAP_PRIVATE only of a SEALED region's view (cow.c): OPEN is EPERM. */
+TEST_F(views, map_private_of_open_region_is_eperm)
 {
 	int rfd = pm_alloc(self->env.dev, 2 * MiB);
 	int vro = pm_view(rfd, 0, 2 * MiB, 0);
 	int vrw = pm_view(rfd, 0, 2 * MiB, PINMEM_VIEW_WRITE);
 
-	ASSERT_ERRNO(EINVAL, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
-	ASSERT_ERRNO(EINVAL, mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE, vrw, 0));
+	ASSERT_ERRNO(EPERM, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
+	ASSERT_ERRNO(EPERM, mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE, vrw, 0));
 	pm_expect_counts(rfd, 0, 0, 0);
 	close(vrw);
 	close(vro);

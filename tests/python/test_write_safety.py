@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 """Writing a loaded tensor never kills the process.
 
-safetensors' tensors are writable. pinmem's live in a sealed region: on the
-portable backend torch's get copy-on-write mappings (the write lands on a
-private copy of the page, the region keeps its bytes); on the device
-backend, whose module maps views shared only, they are read-only and the
-write is refused with pinmem.ReadOnlyError. Each write runs in a child
-process, so that a write that faulted fails the test, not the run."""
+safetensors' tensors are writable. pinmem's live in a sealed region: where
+the backend can map a view copy-on-write (memfd; the module from ABI 7 on,
+for SEALED regions) torch's get such a mapping (the write lands on a
+private copy of the page, the region keeps its bytes); with an older
+module they are read-only and the write is refused with
+pinmem.ReadOnlyError. Each write runs in a child process, so that a write
+that faulted fails the test, not the run."""
 import errno
 import gc
 import os
@@ -22,13 +23,24 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 @pytest.fixture
-def portable_only(dev):
-    if dev.backend != "portable":
-        pytest.skip("device backend: the module maps views shared only (no "
-                    "copy-on-write); see the device tests")
+def cow(dev):
+    if not dev.copy_on_write_supported:
+        pytest.skip("this pinmem module (ABI %d) maps views shared only" %
+                    dev.info().abi_version)
 
 
-def test_copy_on_write_view_keeps_the_region(region, portable_only):
+def _in_child(check):
+    """Run check() in a forked process: its exit status (0: it held)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(0 if check() else 1)
+        except BaseException:
+            os._exit(2)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def test_copy_on_write_view_keeps_the_region(region, cow):
     with region.view(np.float32, (1024,), writable=True) as w:
         w[:] = 7
     region.seal()
@@ -40,6 +52,9 @@ def test_copy_on_write_view_keeps_the_region(region, portable_only):
     assert a[0] == -1 and float(a[1:].sum()) == 14.0 * 1023
     assert float(b.sum()) == 7.0 * 1024                 # its own pages
     assert float(region.view(np.float32, (1024,)).sum()) == 7.0 * 1024
+    # Another process, through a shared view of its own, sees the region.
+    assert _in_child(lambda: float(region.view(
+        np.float32, (1024,)).sum()) == 7.0 * 1024) == 0
     rng = a.mapping_range
     del a
     gc.collect()
@@ -47,19 +62,52 @@ def test_copy_on_write_view_keeps_the_region(region, portable_only):
         assert not any(line.startswith("%x-" % rng[0]) for line in f)
 
 
-def test_copy_on_write_refused_on_the_device_backend(region, device_only,
-                                                     scratch, dev):
+def test_copy_on_write_view_holds_donation(region, cow, device_only):
+    with region.view(np.uint8, (4096,), writable=True) as w:
+        w[:] = 5
     region.seal()
+    a = region.view(np.uint8, (8192,), copy_on_write=True)
+    a[:] = 1                                     # every page copied
+    assert region.info().view_mappings == 1
+    assert region.info().writable_view_mappings == 0
+    with pytest.raises(pinmem.BusyError) as e:
+        region.donate()
+    assert [h.kind for h in e.value.holders if h.kind == "view"] == ["view"]
+    del a
+    gc.collect()
+    region.donate()
+    assert region.state == "donated"
+
+
+def test_copy_on_write_needs_a_sealed_region_on_the_device(region, cow,
+                                                           device_only):
     with pytest.raises(pinmem.PinError) as e:
         region.view(np.uint8, (4096,), copy_on_write=True)
-    assert e.value.errno == errno.EOPNOTSUPP
-    assert "shared only" in str(e.value)
-    p = os.path.join(scratch, "a.safetensors")
-    pinmem.save_safetensors(p, {"a": np.ones(4, np.float32)})
-    with pytest.raises(pinmem.PinError) as e:
-        pinmem.load_safetensors(p, dev=dev, copy_on_write=True)
-    assert e.value.errno == errno.EOPNOTSUPP
+    assert e.value.errno == errno.EPERM
+    assert "not sealed" in str(e.value)
     assert region.info().view_mappings == 0
+
+
+def test_copy_on_write_refused_by_a_module_without_it(device_only, scratch):
+    # A module older than ABI 7, as the library sees it.
+    old = pinmem.open()
+    old.copy_on_write_supported = False
+    try:
+        r = old.alloc(1 << 20)
+        r.seal()
+        with pytest.raises(pinmem.PinError) as e:
+            r.view(np.uint8, (4096,), copy_on_write=True)
+        assert e.value.errno == errno.EOPNOTSUPP
+        assert "shared only" in str(e.value)
+        p = os.path.join(scratch, "a.safetensors")
+        pinmem.save_safetensors(p, {"a": np.ones(4, np.float32)})
+        with pytest.raises(pinmem.PinError) as e:
+            pinmem.load_safetensors(p, dev=old, copy_on_write=True)
+        assert e.value.errno == errno.EOPNOTSUPP
+        assert r.info().view_mappings == 0
+        r.close()
+    finally:
+        old.close()
 
 
 def test_copy_on_write_and_writable_exclude_each_other(region):
@@ -71,6 +119,8 @@ CHILD = r"""
 import sys
 sys.path.insert(0, %r)
 import numpy as np, torch, pinmem
+if len(sys.argv) > 2:       # a module without copy-on-write, as seen
+    pinmem.core._COW_ABI = int(sys.argv[2])
 from pinmem.safetensors.torch import load_file, load, save_file
 from pinmem.safetensors import safe_open
 path = sys.argv[1]
@@ -108,15 +158,20 @@ print("region", r.state, r.view(np.float32, (4,), offset=off).tolist(),
 
 
 @pytest.mark.torch
-def test_writing_a_loaded_tensor_never_kills_the_process(scratch, dev):
+@pytest.mark.parametrize("module", ["current", "without_cow"])
+def test_writing_a_loaded_tensor_never_kills_the_process(scratch, dev,
+                                                         module):
     pytest.importorskip("torch", reason="PyTorch is not installed")
+    if module == "without_cow" and dev.backend != "device":
+        pytest.skip("the portable backend has no module")
+    args = [] if module == "current" else ["1000000"]
     p = subprocess.run([sys.executable, "-c", CHILD,
-                        os.path.join(scratch, "m.safetensors")],
+                        os.path.join(scratch, "m.safetensors")] + args,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     lines = p.stdout.splitlines()
     names = ("load_file", "get_tensor", "get_slice", "load")
-    if dev.backend == "portable":
+    if module == "current" and dev.copy_on_write_supported:
         # As safetensors: the tensor changes, on private pages.
         assert lines[:4] == ["%s wrote [-1.0, 6.0, 6.0, 6.0] "
                              "[6.0, 6.0, 6.0, 6.0]" % n for n in names]

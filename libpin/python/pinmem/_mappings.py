@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from . import _cuda_auto, _lib
-from ._errors import PinError, _check
+from ._errors import _check
 from ._lib import lib
 
 _CORE = "pinmem.core"
@@ -49,38 +49,52 @@ def _end_private(view, addr, length):
     lib.pin_view_close(view)
 
 
-def _map_private(v, offset, length):
-    """A MAP_PRIVATE, PROT_READ|PROT_WRITE mapping of a portable view
-    (a read-only memfd: its offset is the region's): reads see the
-    region, writes go to private copies of the pages."""
+# Why the module refused a copy-on-write view mapping (ABI 7's rules).
+_PRIVATE_WHY = {
+    1: "the region is not sealed (copy-on-write views of a pinmem region "
+       "need it SEALED)",                                     # EPERM
+    16: "the region is donated or a donate is waiting",       # EBUSY
+}
+
+
+def _map_private(v, file_offset, length, holders_of=None):
+    """A MAP_PRIVATE, PROT_READ|PROT_WRITE mapping of a read-only view:
+    reads see the region, writes go to private copies of the pages. A
+    portable view is a memfd (file_offset: the region's); a device view
+    fd starts at the view's first byte (file_offset 0), and the module
+    (ABI 7) maps it only while the region is SEALED."""
     addr = _libc.mmap(None, length, _lib.PROT_READ | _lib.PROT_WRITE,
-                      _MAP_PRIVATE, lib.pin_view_fd(v), offset)
+                      _MAP_PRIVATE, lib.pin_view_fd(v), file_offset)
     if addr in (None, _MAP_FAILED):
         err = ctypes.get_errno()
-        raise PinError(err, "view map (copy-on-write): %s" %
-                       os.strerror(err))
+        why = _PRIVATE_WHY.get(err, os.strerror(err))
+        _check(-err, lambda: None, "view map (copy-on-write): " + why,
+               holders_of)
     return addr
 
 
 class _ViewMapping:
     """One view mapping, and the view fd it was made from. Exposes its bytes
     to NumPy through __array_interface__; unmapped by its finalizer.
-    private=True (portable backend only): a copy-on-write mapping of a
-    read-only view, writable, whose writes never reach the region."""
+    private=True: a copy-on-write mapping of a read-only view, writable,
+    whose writes never reach the region (backend: the region's, which
+    says where the view fd's offset 0 lies)."""
 
     __module__ = _CORE
     __slots__ = ("addr", "length", "offset", "writable", "private",
                  "region_id", "arrays", "_fin", "__weakref__")
 
     def __init__(self, rptr, region_id, offset, length, writable,
-                 rerr, holders_of, private=False):
+                 rerr, holders_of, private=False, backend="portable"):
         v = ctypes.c_void_p()
         flags = _lib.PIN_VIEW_WRITE if writable and not private else 0
         _check(lib.pin_view_create(rptr, offset, length, flags,
                                    ctypes.byref(v)), rerr, "view", holders_of)
         if private:
             try:
-                addr = ctypes.c_void_p(_map_private(v.value, offset, length))
+                file_offset = offset if backend == "portable" else 0
+                addr = ctypes.c_void_p(_map_private(v.value, file_offset,
+                                                    length, holders_of))
             except BaseException:
                 lib.pin_view_close(v.value)
                 raise

@@ -81,6 +81,10 @@ class _Handle:
         return self._fin.alive
 
 
+# The module's first ABI with copy-on-write (MAP_PRIVATE) view mappings.
+_COW_ABI = 7
+
+
 class Device:
     """An open libpin backend: the pinmem device, or the portable memfd
     backend. Use pinmem.open()."""
@@ -106,6 +110,10 @@ class Device:
             lib.pin_dev_backend(p.value)))
         #: which backend, and why, in libpin's words
         self.backend_why = _lib.text(lib.pin_dev_backend_why(p.value))
+        #: whether view(..., copy_on_write=True) can map privately: memfd
+        #: can; the module from ABI 7 on (views of SEALED regions)
+        self.copy_on_write_supported = self.backend == "portable" or \
+            self.info().abi_version >= _COW_ABI
         if backend == "auto" and self.backend == "portable" and \
                 "PIN_BACKEND" not in self.backend_why:
             warn_once(PortableBackendWarning, "pinmem: " + self.backend_why,
@@ -204,6 +212,7 @@ class Region:
         self.id = lib.pin_region_id(ptr)
         self.size = lib.pin_region_size(ptr)
         self.backend = dev.backend
+        self.copy_on_write_supported = dev.copy_on_write_supported
         # View mappings start and end on this boundary: a page, but 2 MiB
         # for a portable region on a hugetlb memfd (libpin refuses less).
         self._view_align = _page()
@@ -380,16 +389,18 @@ class Region:
         lives exactly as long as this array and the arrays derived from it;
         ``with region.view(...) as a:`` ends it at the end of the block.
         writable=True needs the region OPEN. copy_on_write=True: a
-        writable array over a private mapping of a read-only view, in any
-        state: reads see the region, writes go to private copies of the
-        pages (ordinary memory) and never into the region. Portable
-        backend only: the module maps views shared, so on the device
-        backend it is PinError EOPNOTSUPP."""
-        if copy_on_write and self.backend != "portable":
+        writable array over a private mapping of a read-only view: reads
+        see the region, writes go to private copies of the pages (ordinary
+        memory) and never into the region. On the portable backend in any
+        state; on the device backend only while SEALED (else PinError
+        EPERM) and with a module of ABI 7 or later (else PinError
+        EOPNOTSUPP; Device.copy_on_write_supported says which)."""
+        if copy_on_write and not self.copy_on_write_supported:
             raise PinError(_errno.EOPNOTSUPP, "view: region %d: "
                            "copy-on-write views need the portable backend "
-                           "(the pinmem module maps views shared only)" %
-                           self.id)
+                           "or a pinmem module of ABI %d or later (this "
+                           "one maps views shared only)" % (self.id,
+                                                            _COW_ABI))
         if copy_on_write and writable:
             raise ValueError("pinmem: writable=True and copy_on_write=True "
                              "exclude each other")
@@ -407,7 +418,8 @@ class Region:
         with self._lock:
             m = _ViewMapping(self._ptr(), self.id, start, end - start,
                              bool(writable), self._err, self._busy_holders,
-                             private=bool(copy_on_write))
+                             private=bool(copy_on_write),
+                             backend=self.backend)
         return _over(m, dtype, shape, offset - start, PinnedArray)
 
     def owner_array(self, dtype=np.uint8, shape=None, offset=0):

@@ -127,15 +127,15 @@ class _Image:
     def load(self, fw="np"):
         """The tensors' bytes. For torch (fw "pt"), writable as
         safetensors' are where the backend allows it: copy-on-write
-        (portable); elsewhere read-only, and pinmem.torch refuses writes
-        with ReadOnlyError."""
+        (portable, or a module of ABI 7 on); elsewhere read-only, and
+        pinmem.torch refuses writes with ReadOnlyError."""
         if self.arrays is None:
             try:
                 dev = core.open()
                 try:
                     ck = load_safetensors(
                         self.path, dev=dev, copy_on_write=fw == "pt" and
-                        dev.backend == "portable")
+                        dev.copy_on_write_supported)
                 finally:
                     dev.close()
             except core.PinError as e:
@@ -279,7 +279,8 @@ def load_bytes(data, fw):
         # torch's tensors writable as safetensors' where the backend
         # allows it (copy-on-write), as in _Image.load.
         raw = r.view(np.uint8, (max(size, 1),),
-                     copy_on_write=fw == "pt" and r.backend == "portable")
+                     copy_on_write=fw == "pt" and
+                     r.copy_on_write_supported)
     out = {}
     for name, dt, shape, b, e in ents:
         out[name] = to_framework(raw[b:e], dt, shape, fw)

@@ -147,9 +147,9 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     one). direct=False reads without O_DIRECT. node: every region on that
     NUMA node (pinmem.pci_numa_node of the GPU it is for), else PinError
     ENOMEM, unless any_node lets other nodes serve; on either backend.
-    copy_on_write=True (portable backend only, else PinError EOPNOTSUPP):
-    the arrays are writable, over a private mapping whose writes go to
-    copies of the pages and never into the region."""
+    copy_on_write=True (where dev.copy_on_write_supported, else PinError
+    EOPNOTSUPP): the arrays are writable, over a private mapping whose
+    writes go to copies of the pages and never into the region."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
     _need("pin_st_load")
@@ -157,10 +157,11 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     if own_dev:
         dev = _open()
     try:
-        if copy_on_write and dev.backend != "portable":
+        if copy_on_write and not dev.copy_on_write_supported:
             raise PinError(errno.EOPNOTSUPP, "load %s: copy-on-write views "
-                           "need the portable backend (the pinmem module "
-                           "maps views shared only)" % path)
+                           "need the portable backend or a pinmem module "
+                           "of ABI 7 or later (this one maps views shared "
+                           "only)" % path)
         opts = _opts(queue_depth, request_size, direct)
         load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
         if node is not None:
@@ -186,7 +187,8 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                     rp, lambda rp=rp: lib.pin_region_error(rp)))
                 m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
                                  False, lambda rp=rp: lib.pin_region_error(rp),
-                                 None, private=copy_on_write)
+                                 None, private=copy_on_write,
+                                 backend=dev.backend)
                 raw = np.asarray(m)
                 raws.append(raw)
                 region_ids.append(rid)

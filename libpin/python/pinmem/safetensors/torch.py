@@ -10,10 +10,11 @@ Same names, signatures, defaults, exception types and messages as
 safetensors 0.7's safetensors.torch (load_file, save_file, load, save,
 save_model, load_model). Differences:
 loaded tensors are views of a sealed pinned region. Writing one in place
-(t.mul_(2)) never kills the process: on the portable backend they are
-copy-on-write (the write lands on a private copy of the page, as with
-safetensors, and the region keeps its bytes); on the device backend, whose
-module maps views shared only, they are read-only (pinmem.torch's
+(t.mul_(2)) never kills the process: on the portable backend, and on the
+device backend with a module of ABI 7 or later, they are copy-on-write
+(the write lands on a private copy of the page, as with safetensors, and
+the region keeps its bytes); with an older module, which maps views shared
+only, they are read-only (pinmem.torch's
 ReadOnlyTensor) and the write raises pinmem.ReadOnlyError -- copy
 (t.clone()) to modify; model.load_state_dict copies and is fine.
 device="cpu" returns the pinned tensors; another device gets .to(device)
