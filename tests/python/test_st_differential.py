@@ -89,11 +89,18 @@ def _judge(case, path, readers, invalid=False):
     return bad, ref[0]
 
 
+# Every STRIDE-th case only ($PINMEM_ST_CORPUS_STRIDE, default 1: all).
+# The emulated guests judge a fifth: the readers there differ from the
+# host's only in the device backend's load.
+STRIDE = int(os.environ.get("PINMEM_ST_CORPUS_STRIDE", "1"))
+
+
 def test_valid_corpus_reads_alike(corpus_dir):
     """>= 500 valid files: every reader returns the real library's tensors
     bit for bit (name, dtype, shape, bytes) and its metadata."""
     cases = st_corpus.valid()
     assert len(cases) >= 500
+    cases = cases[::STRIDE]
     bad, ok = [], 0
     for case in cases:
         path = _write(corpus_dir, case)
@@ -113,6 +120,7 @@ def test_invalid_corpus_is_refused_by_all(corpus_dir):
     recorded lax/limit cases) and so does every pinmem reader."""
     cases = st_invalid.invalid()
     assert len(cases) >= 500
+    cases = cases[::STRIDE]
     bad = []
     for case in cases:
         path = _write(corpus_dir, case)
