@@ -487,6 +487,8 @@ static int cmd_holders(int json, const char *arg)
 /* The service's table; exit 3 when no service answers at sock. */
 static int cmd_cache(int json, const char *sock)
 {
+	const char *env = getenv("PIN_CACHE_SOCKET");
+	const char *name = sock ? sock : env ? env : PIN_CACHE_SOCKET;
 	struct pin_cache_opts o = { .size = sizeof(o), .socket = sock };
 	size_t len = 64 << 10;
 	char *buf = NULL, *n;
@@ -503,17 +505,14 @@ static int cmd_cache(int json, const char *sock)
 		ret = pin_cache_list(&o, buf, len);
 	} while (ret >= 0 && (size_t)ret + 1 >= len && len < (64U << 20));
 	if (ret < 0) {
-		fprintf(stderr, "pinctl: cache: %s: %s\n", sock ? sock :
-			getenv("PIN_CACHE_SOCKET") ? getenv("PIN_CACHE_SOCKET") :
-			PIN_CACHE_SOCKET, strerror(-ret));
+		fprintf(stderr, "pinctl: cache: %s: %s\n", name, strerror(-ret));
 		free(buf);
 		return ret == -ENOENT || ret == -ECONNREFUSED ? EXIT_NODEV :
 		       EXIT_FAILED;
 	}
 	if (json) {
 		fputs("{\"socket\": ", stdout);
-		json_str(stdout, sock ? sock : getenv("PIN_CACHE_SOCKET") ?
-			 getenv("PIN_CACHE_SOCKET") : PIN_CACHE_SOCKET);
+		json_str(stdout, name);
 		fputs(", \"table\": ", stdout);
 		json_str(stdout, buf);
 		fputs("}\n", stdout);

@@ -34,22 +34,6 @@ TEST_F(views, readonly_view_refuses_mprotect_write)
 	close(rfd);
 }
 
-/* MAP_PRIVATE only of a SEALED region's view (cow.c): OPEN is EPERM. */
-TEST_F(views, map_private_of_open_region_is_eperm)
-{
-	int rfd = pm_alloc(self->env.dev, 2 * MiB);
-	int vro = pm_view(rfd, 0, 2 * MiB, 0);
-	int vrw = pm_view(rfd, 0, 2 * MiB, PINMEM_VIEW_WRITE);
-
-	ASSERT_ERRNO(EPERM, mmap(NULL, PG, PROT_READ, MAP_PRIVATE, vro, 0));
-	ASSERT_ERRNO(EPERM, mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE, vrw, 0));
-	pm_expect_counts(rfd, 0, 0, 0);
-	close(vrw);
-	close(vro);
-	close(rfd);
-}
-
 /* Mappings cannot grow: mremap refuses with EFAULT, moved or in place. */
 TEST_F(views, mremap_grow_is_efault)
 {
