@@ -4,6 +4,8 @@
  * result with what the model says today's ABI promises, then updates the
  * model. An op whose objects do not exist (yet) does nothing.
  */
+#include <sys/prctl.h>
+
 #include "abifuzz-model.h"
 
 static int op_alloc(struct model *m, const struct op *op, char *why,
@@ -226,8 +228,8 @@ static int data_ok(struct model *m)
 
 static int op_fork(struct model *m, int linger, char *why, size_t len)
 {
+	pid_t pid, parent = getpid();
 	int ci = -1, st;
-	pid_t pid;
 
 	for (int i = 0; i < NC && linger; i++)
 		if (!m->C[i].pid)
@@ -240,6 +242,9 @@ static int op_fork(struct model *m, int linger, char *why, size_t len)
 	if (pid == 0) {
 		if (!linger)
 			_exit(!data_ok(m));
+		/* A worker that dies must not leave it holding the suite's stdout. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
 		for (;;)
 			pause();
 	}

@@ -91,12 +91,13 @@ int op_foreign(struct model *m, const struct op *op, char *why, size_t len)
 	uint64_t nodes[64];
 	struct pinmem_nodes nq = { .bytes_ptr = (uintptr_t)nodes,
 				   .capacity = 64 };
-	uint64_t id = pick_id(m, op);
 	int want = ENOENT, got;
 	const char *what;
+	uint64_t id;
 
 	if (!m->user)
 		return 0;
+	id = pick_id(m, op);
 	for (int r = 0; r < NR; r++)
 		if (m->R[r].live && m->R[r].id == id)
 			want = 0;
