@@ -7,10 +7,9 @@ no change and no warning. Each case runs in a child process: the handle
 is the process's, opened once."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from forked import run_python
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
@@ -87,10 +86,9 @@ print(json.dumps(out))
 
 
 def child(tmp_path, library, **env):
-    e = dict(os.environ, PIN_CUDA_LIBRARY=library,
-             PYTHONPATH=os.path.join(TOP, "libpin", "python"), **env)
-    p = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)], env=e,
-                       capture_output=True, text=True, timeout=120)
+    e = dict(PIN_CUDA_LIBRARY=library, **env)
+    torch = () if env.get("PINMEM_TEST_TORCH") == "0" else ("torch",)
+    p = run_python(CHILD, [tmp_path], env=e, preload=torch)
     assert p.returncode == 0, p.stdout + p.stderr
     return json.loads(p.stdout.splitlines()[-1]), p.stderr
 

@@ -7,13 +7,13 @@ import gc
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import pinmem
 from pinmem import dlpack
+from forked import run_python
 from helpers import mapped, mapping_path
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -185,8 +185,7 @@ print("wrote", flush=True)
 def test_consumer_that_writes_read_only_memory_faults(who):
     if who == "torch":
         pytest.importorskip("torch", reason="PyTorch is not installed")
-    p = subprocess.run([sys.executable, "-c", WRITER, who],
-                       capture_output=True, text=True, timeout=120)
+    p = run_python(WRITER, [who], preload=(who,))
     if who == "numpy" and p.returncode == 1:
         # NumPy refuses to make its imported array writable: also safe.
         assert "read-only" in p.stdout and "ValueError" in p.stderr, p.stderr

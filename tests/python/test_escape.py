@@ -5,8 +5,7 @@ called unbound. Before, both emptied the array and unmapped the memory the
 slice still pointed into (the child interpreter died of SIGSEGV reading
 it), so each case runs in a child interpreter."""
 import os
-import subprocess
-import sys
+from forked import run_python
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -51,8 +50,7 @@ print("alone", s.mapped)
 
 
 def run(body):
-    p = subprocess.run([sys.executable, "-c", PRELUDE + body],
-                       capture_output=True, text=True, timeout=60)
+    p = run_python(PRELUDE + body, timeout=60)
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     return p.stdout
 

@@ -4,8 +4,6 @@ last tensor sharing their storage; dtypes are exact; the kernel names the
 holder of a donation a tensor keeps waiting; read-only memory faults."""
 import gc
 import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -17,6 +15,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed "
 
 import pinmem  # noqa: E402
 import pinmem.torch as pt  # noqa: E402
+from forked import run_python  # noqa: E402
 from helpers import (count_maps, debugfs, mapped, mapping_path,  # noqa: E402
                      nr_fds, nr_maps, rss_kib)
 
@@ -279,8 +278,7 @@ print("read", t.tolist(), flush=True)
 
 def test_writing_a_read_only_tensor_is_refused_and_changes_nothing():
     # In a child: a write that got through would end it with SIGSEGV.
-    p = subprocess.run([sys.executable, "-c", WRITER], capture_output=True,
-                       text=True, timeout=120)
+    p = run_python(WRITER, preload=("torch",))
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     assert p.stdout.splitlines() == [
         "read [7.0, 7.0, 7.0, 7.0]", "refused add_", "refused setitem",

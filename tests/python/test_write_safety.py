@@ -11,13 +11,12 @@ that faulted fails the test, not the run."""
 import errno
 import gc
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import pinmem
+from forked import run_python
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -165,9 +164,8 @@ def test_writing_a_loaded_tensor_never_kills_the_process(scratch, dev,
     if module == "without_cow" and dev.backend != "device":
         pytest.skip("the portable backend has no module")
     args = [] if module == "current" else ["1000000"]
-    p = subprocess.run([sys.executable, "-c", CHILD,
-                        os.path.join(scratch, "m.safetensors")] + args,
-                       capture_output=True, text=True, timeout=300)
+    p = run_python(CHILD, [os.path.join(scratch, "m.safetensors")] + args,
+                   timeout=300, preload=("torch",))
     assert p.returncode == 0, (p.returncode, p.stdout, p.stderr)
     lines = p.stdout.splitlines()
     names = ("load_file", "get_tensor", "get_slice", "load")
