@@ -7,6 +7,7 @@ no change and no warning. Each case runs in a child process: the handle
 is the process's, opened once."""
 import json
 import os
+import shutil
 
 import pytest
 from forked import run_python
@@ -86,7 +87,12 @@ print(json.dumps(out))
 
 
 def child(tmp_path, library, **env):
-    e = dict(PIN_CUDA_LIBRARY=library, **env)
+    if os.path.exists(library):
+        # The child is a fork of this process, which may have loaded the
+        # double already (test_cuda.py): a copy of its own starts it with
+        # a driver as fresh as a new process's.
+        library = shutil.copy(library, tmp_path / "libcuda-double.so")
+    e = dict(PIN_CUDA_LIBRARY=str(library), **env)
     torch = () if env.get("PINMEM_TEST_TORCH") == "0" else ("torch",)
     p = run_python(CHILD, [tmp_path], env=e, preload=torch)
     assert p.returncode == 0, p.stdout + p.stderr
