@@ -558,6 +558,33 @@ def part3(dev, ckpt_mb, outdir):
     del ck
 
 
+def torch_parts(dev, parts, size, args, outdir):
+    try:
+        import demo_torch
+    except ImportError as e:
+        print()
+        print("4-5. PyTorch parts skipped: %s (Debian: python3-torch)" % e)
+        return
+    if "4" in parts:
+        demo_torch.part4(dev, size, args.iterations, outdir, check, snapshot,
+                         LeakMeter(args.iterations),
+                         lambda f, la, sz, m: report_counts(
+                             f, la, sz, args.iterations, "part 4", m))
+    if "5" in parts:
+        demo_torch.part5(dev, args.ckpt_mb, outdir, check)
+
+
+def cache_part(outdir):
+    try:
+        import demo_cache
+    except ImportError as e:
+        print()
+        print("7. One copy per host skipped: %s" % e)
+        return
+    print()
+    demo_cache.part7(outdir, check)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size-mb", type=float, default=1.0,
@@ -566,10 +593,16 @@ def main():
                     help="part 1: iterations (default 1000)")
     ap.add_argument("--ckpt-mb", type=int, default=32,
                     help="part 3: MiB of checkpoint (default 32)")
+    ap.add_argument("--parts", default="1,2,3,4,5,7",
+                    help="the parts to run, comma-separated (default all: "
+                    "1,2,3,4,5,7)")
     ap.add_argument("--out", default=None,
                     help="where files go (default: $PINMEM_SCRATCH, else a "
                     "temporary folder)")
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"1", "2", "3", "4", "5", "7"}:
+        ap.error("--parts: %s: the parts are 1, 2, 3, 4, 5 and 7" % args.parts)
     base = args.out or os.environ.get("PINMEM_SCRATCH") or None
     outdir = tempfile.mkdtemp(prefix="pinmem-demo-", dir=base)
     size = max(4096, int(args.size_mb * MiB) // 4096 * 4096)
@@ -583,28 +616,16 @@ def main():
            " (no module: memfd)", platform.python_version(), np.__version__))
     print("files in %s" % outdir)
     print()
-    part1(dev, size, args.iterations, outdir)
-    part2(dev)
-    part3(dev, args.ckpt_mb, outdir)
-    try:
-        import demo_torch
-    except ImportError as e:
-        print()
-        print("4-5. PyTorch parts skipped: %s (Debian: python3-torch)" % e)
-    else:
-        demo_torch.part4(dev, size, args.iterations, outdir, check, snapshot,
-                         LeakMeter(args.iterations),
-                         lambda f, la, sz, m: report_counts(
-                             f, la, sz, args.iterations, "part 4", m))
-        demo_torch.part5(dev, args.ckpt_mb, outdir, check)
-    try:
-        import demo_cache
-    except ImportError as e:
-        print()
-        print("7. One copy per host skipped: %s" % e)
-    else:
-        print()
-        demo_cache.part7(outdir, check)
+    if "1" in parts:
+        part1(dev, size, args.iterations, outdir)
+    if "2" in parts:
+        part2(dev)
+    if "3" in parts:
+        part3(dev, args.ckpt_mb, outdir)
+    if parts & {"4", "5"}:
+        torch_parts(dev, parts, size, args, outdir)
+    if "7" in parts:
+        cache_part(outdir)
     dev.close()
     for name in os.listdir(outdir):
         os.unlink(os.path.join(outdir, name))
