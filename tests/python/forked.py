@@ -5,7 +5,9 @@ import torch and half of one for NumPy; a fork keeps what the test process
 imported and imports pinmem anew, so the child starts with none of the
 binding's per-process state (device handle, CUDA handle, pool, warnings
 issued). What the tests need of a child is kept: a fault ends the child
-alone (returncode -11), its stdout and stderr are its own."""
+alone (returncode -11), its stdout and stderr are its own. Where JAX is
+imported (its threads make a fork unsafe) the child is a new interpreter
+after all."""
 import faulthandler
 import os
 import selectors
@@ -14,6 +16,9 @@ import subprocess
 import sys
 import time
 import traceback
+
+BINDING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                       "libpin", "python")
 
 
 def _fresh_pinmem():
@@ -66,9 +71,20 @@ def _collect(pid, fds, timeout):
     return [b"".join(chunks[fd]).decode() for fd in fds]
 
 
+def _spawn(code, args, env, timeout):
+    path = os.pathsep.join(p for p in (BINDING, os.environ.get("PYTHONPATH"))
+                           if p)
+    e = dict(os.environ, PYTHONPATH=path, **(env or {}))
+    return subprocess.run([sys.executable, "-c", code] +
+                          [str(a) for a in args], env=e, capture_output=True,
+                          text=True, timeout=timeout)
+
+
 def run_python(code, args=(), env=None, timeout=120, preload=()):
     """A subprocess.CompletedProcess of the child (text, captured).
     preload: modules to import here first, once for every child."""
+    if "jax" in sys.modules:
+        return _spawn(code, args, env, timeout)
     for name in preload:
         try:
             __import__(name)
