@@ -64,6 +64,21 @@ struct pin_cache_opts {
 int pin_cache_open(int fd, const struct pin_cache_opts *opts,
 		   struct pin_cache_ck **ckp);
 
+/*
+ * As pin_cache_open, for the checkpoint at path: a safetensors file, or a
+ * sharded checkpoint's *.index.json, whose shards this process opens (its
+ * own permissions decide) and asks the service for one by one. The
+ * tensors of every shard come back in one struct pin_st, as pin_st_load
+ * would give them (pin_st_file_path names each shard), the weight map
+ * held to what the shards hold. Shared or private is all or nothing: when
+ * the service cannot serve a shard (gone, no room), what it served is
+ * unmapped and the whole checkpoint is loaded privately. pin_cache_entry
+ * then names the first shard's entry. -EINVAL for a NULL path; the
+ * index's own errors as pin_st_load's.
+ */
+int pin_cache_open_path(const char *path, const struct pin_cache_opts *opts,
+			struct pin_cache_ck **ckp);
+
 /* The tensors (valid until pin_cache_close); read-only when shared. */
 const struct pin_st *pin_cache_st(const struct pin_cache_ck *c);
 /* 1: served by the service (shared), 0: loaded privately. */
@@ -74,7 +89,7 @@ int pin_cache_shared(const struct pin_cache_ck *c);
  * (No such file or directory); loaded into this process alone".
  */
 const char *pin_cache_how(const struct pin_cache_ck *c);
-/* The service's entry id (0 when private). */
+/* The service's entry id (0 when private; sharded: the first shard's). */
 uint64_t pin_cache_entry(const struct pin_cache_ck *c);
 /* Unmap the view (or free the private load) and the tensors. NULL: no-op. */
 void pin_cache_close(struct pin_cache_ck *c);

@@ -178,8 +178,9 @@ static void print_nodes(struct pin_st *ck, int json)
 }
 
 /*
- * --shared: each checkpoint from pinmem-cached (pin_cache_open), one copy
- * per host, or a private load where no service answers (said on stderr).
+ * --shared: each checkpoint (a file, or a sharded checkpoint's index) from
+ * pinmem-cached (pin_cache_open_path), one copy per host, or a private
+ * load where no service answers (said on stderr).
  * Prints per file: tensors, bytes, seconds and how it was served.
  */
 static int load_shared_one(const char *path, int json)
@@ -189,16 +190,11 @@ static int load_shared_one(const char *path, int json)
 	uint64_t bytes = 0, t0 = now_ns();
 	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
 	const struct pin_st *st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int ret;
 
-	if (fd < 0) {
-		fprintf(stderr, "pinload: %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	ret = pin_cache_open(fd, &(struct pin_cache_opts){
+	ret = pin_cache_open_path(path, &(struct pin_cache_opts){
 		.size = sizeof(struct pin_cache_opts), .why = why,
 		.why_len = sizeof(why) }, &c);
-	close(fd);
 	if (ret) {
 		fprintf(stderr, "pinload: %s: %s\n", path, why[0] ? why : strerror(-ret));
 		return 1;

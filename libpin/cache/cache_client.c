@@ -5,6 +5,7 @@
  * holds; without a service, load the file privately and say why.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,24 @@
 
 #include "internal.h"
 #include "cache_proto.h"
+#include "st/safetensors_ck.h"
 
 #define CACHE_OPTS_SIZE	PIN__SIZE_1_0(struct pin_cache_opts, why_len)
 
+struct cache_view {
+	void *map;
+	size_t len;		/* of the mapping */
+	uint64_t file_size;	/* of the file image at its start */
+};
+
 struct pin_cache_ck {
 	struct pin_st *st;
-	struct pin_dev *dev;	/* private load only */
-	void *map;		/* shared: the view mapping */
-	size_t map_len;
-	uint64_t entry;
+	struct pin_dev *dev;		/* private load only */
+	struct cache_view *views;	/* shared: one per file */
+	size_t nviews;
+	uint64_t entry;			/* shared: the first file's */
+	unsigned fresh;			/* files this request loaded */
+	int backend;
 	int shared;
 	char how[320];
 };
@@ -93,46 +103,65 @@ static void set_why(char *why, size_t len, const char *text, size_t n)
 	why[n] = '\0';
 }
 
-/* Map the view of a LOAD reply and parse the file image in it. */
-static int take_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
-		     int vfd, int fd, char *why, size_t len)
+/* Map the view of a LOAD reply, read-only, as the ck's next view. */
+static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
+		    int vfd, char *why, size_t len)
 {
-	char name[64];
+	struct cache_view *v = realloc(c->views, (c->nviews + 1) * sizeof(*v));
+	void *map;
 	int ret;
 
-	c->map = mmap(NULL, r->view_length, PROT_READ, MAP_SHARED, vfd, 0);
-	if (c->map == MAP_FAILED) {
+	if (!v)
+		return -ENOMEM;
+	c->views = v;
+	map = mmap(NULL, r->view_length, PROT_READ, MAP_SHARED, vfd, 0);
+	if (map == MAP_FAILED) {
 		ret = -errno;
-		c->map = NULL;
 		if (why && len)
 			snprintf(why, len, "mapping the service's view: %s",
 				 strerror(-ret));
 		return ret;
 	}
-	c->map_len = r->view_length;
-	c->st = pin_st_create();
-	if (!c->st)
-		return -ENOMEM;
-	snprintf(name, sizeof(name), "fd %d (shared entry %llu)", fd,
-		 (unsigned long long)r->entry_id);
-	ret = pin_st_parse_buffer(c->st, c->map, r->file_size, name);
-	if (ret) {
-		set_why(why, len, pin_st_error(c->st), strlen(pin_st_error(c->st)));
-		return ret;
-	}
-	c->entry = r->entry_id;
-	c->shared = 1;
-	snprintf(c->how, sizeof(c->how),
-		 "shared: entry %llu of pinmem-cached (%s backend), %s",
-		 (unsigned long long)r->entry_id, pin_backend_name((int)r->backend),
-		 r->flags & CACHE_LOAD_FRESH ? "loaded by this request" :
-		 "already in memory");
+	v[c->nviews++] = (struct cache_view){ .map = map,
+					      .len = r->view_length,
+					      .file_size = r->file_size };
+	if (c->nviews == 1)
+		c->entry = r->entry_id;
+	c->fresh += !!(r->flags & CACHE_LOAD_FRESH);
+	c->backend = (int)r->backend;
 	return 0;
 }
 
+/* Interpret a reply: 0 and the view mapped, or ask_service's codes. */
+static int take_reply(struct pin_cache_ck *c, const char *path,
+		      const struct cache_msg *msg, int ret, int vfd,
+		      char *why, size_t len)
+{
+	if (ret == 0 && msg->type == CACHE_REP_LOAD)
+		return map_view(c, &msg->u.rep_load, vfd, why, len);
+	if (ret == 0 && msg->type == CACHE_REP_ERROR) {
+		set_why(why, len, msg->text, msg->text_len);
+		if (msg->u.error.err != ENOSPC)
+			return -msg->u.error.err;
+		snprintf(c->how, sizeof(c->how), "private: the service has no room: %.*s",
+			 (int)(msg->text_len > 200 ? 200 : msg->text_len),
+			 msg->text);
+		return ENOSPC;
+	}
+	if (ret == 0)
+		return -EPROTO;
+	if (ret == -ENOMEM)
+		return ret;
+	snprintf(c->how, sizeof(c->how), "private: the service at %s failed the request (%s); loaded into this process alone",
+		 path, strerror(-ret));
+	return -ret;
+}
+
 /*
- * Ask the service. Returns 0 (shared), a positive errno when the service
- * is not there to ask (fall back), or -errno for the file's own failure.
+ * Ask the service for the file open at fd and map the view it answers
+ * with. Returns 0 (mapped: c's last view), a positive errno when the
+ * service is not there to ask (fall back), or -errno for the file's own
+ * failure.
  */
 static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 		       char *why, size_t len)
@@ -152,32 +181,132 @@ static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 	ret = rep ? exchange(s, CACHE_REQ_LOAD, &req, sizeof(req), fd, rep,
 			     &msg, &vfd) : -ENOMEM;
 	close(s);
-	if (ret == 0 && msg.type == CACHE_REP_LOAD) {
-		ret = take_view(c, &msg.u.rep_load, vfd, fd, why, len);
-	} else if (ret == 0 && msg.type == CACHE_REP_ERROR) {
-		set_why(why, len, msg.text, msg.text_len);
-		ret = -msg.u.error.err;
-		if (ret == -ENOSPC) {
-			snprintf(c->how, sizeof(c->how), "private: the service has no room: %.*s",
-				 (int)(msg.text_len > 200 ? 200 : msg.text_len), msg.text);
-			ret = ENOSPC;
-		}
-	} else if (ret == 0) {
-		ret = -EPROTO;
-	} else if (ret != -ENOMEM) {
-		snprintf(c->how, sizeof(c->how), "private: the service at %s failed the request (%s); loaded into this process alone",
-			 path, strerror(-ret));
-		ret = -ret;
-	}
+	if (rep)
+		ret = take_reply(c, path, &msg, ret, vfd, why, len);
 	if (vfd >= 0)
 		close(vfd);
 	free(rep);
 	return ret;
 }
 
-static int load_private(struct pin_cache_ck *c, int fd, char *why, size_t len)
+static void say_shared(struct pin_cache_ck *c)
 {
-	char path[64];
+	const char *b = pin_backend_name(c->backend);
+
+	c->shared = 1;
+	if (c->nviews == 1)
+		snprintf(c->how, sizeof(c->how),
+			 "shared: entry %llu of pinmem-cached (%s backend), %s",
+			 (unsigned long long)c->entry, b, c->fresh ?
+			 "loaded by this request" : "already in memory");
+	else
+		snprintf(c->how, sizeof(c->how),
+			 "shared: %zu files of pinmem-cached (%s backend), the first entry %llu; %u loaded by this request",
+			 c->nviews, b, (unsigned long long)c->entry, c->fresh);
+}
+
+/* One file, open at fd: from the service, parsed in its view. */
+static int shared_file(struct pin_cache_ck *c, const char *sock, int fd,
+		       char *why, size_t len)
+{
+	char name[64];
+	int ret;
+
+	ret = ask_service(c, sock, fd, why, len);
+	if (ret)
+		return ret;
+	c->st = pin_st_create();
+	if (!c->st)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "fd %d (shared entry %llu)", fd,
+		 (unsigned long long)c->entry);
+	ret = pin_st_parse_buffer(c->st, c->views[0].map,
+				  c->views[0].file_size, name);
+	if (ret) {
+		set_why(why, len, pin_st_error(c->st), strlen(pin_st_error(c->st)));
+		return ret;
+	}
+	say_shared(c);
+	return 0;
+}
+/* What pin__st_index gives each shard of a sharded shared open. */
+struct shard_ask {
+	struct pin_cache_ck *c;
+	const char *sock;
+	char *why;
+	size_t len;
+	int fallback;		/* the positive errno that ended it, or 0 */
+};
+
+/* Shard fi: opened here (the caller's permissions), from the service. */
+static int shared_shard(struct pin_st *st, unsigned fi, void *arg)
+{
+	struct shard_ask *a = arg;
+	const char *path = pin_st_file_path(st, fi);
+	struct cache_view *v;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		if (a->why && a->len)
+			snprintf(a->why, a->len, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = ask_service(a->c, a->sock, fd, a->why, a->len);
+	close(fd);
+	if (ret > 0) {
+		a->fallback = ret;
+		return -ECANCELED;
+	}
+	if (ret)
+		return ret;
+	v = &a->c->views[a->c->nviews - 1];
+	ret = pin__st_parse_image(st, fi, v->map, v->file_size);
+	if (ret)
+		set_why(a->why, a->len, pin_st_error(st), strlen(pin_st_error(st)));
+	return ret;
+}
+
+/* Undo a shared open that cannot finish: back to an empty ck. */
+static void drop_shared(struct pin_cache_ck *c)
+{
+	pin_st_close(c->st);
+	c->st = NULL;
+	for (size_t i = 0; i < c->nviews; i++)
+		munmap(c->views[i].map, c->views[i].len);
+	free(c->views);
+	c->views = NULL;
+	c->nviews = 0;
+	c->fresh = 0;
+}
+
+/* A sharded checkpoint's index: every shard from the service. */
+static int shared_index(struct pin_cache_ck *c, const char *sock,
+			const char *path, char *why, size_t len)
+{
+	struct shard_ask a = { .c = c, .sock = sock, .why = why, .len = len };
+	int ret;
+
+	c->st = pin_st_create();
+	if (!c->st)
+		return -ENOMEM;
+	ret = pin__st_index(c->st, path, shared_shard, &a);
+	if (a.fallback) {
+		drop_shared(c);
+		return a.fallback;
+	}
+	if (ret && why && len && !why[0])
+		set_why(why, len, pin_st_error(c->st), strlen(pin_st_error(c->st)));
+	if (!ret)
+		say_shared(c);
+	return ret;
+}
+
+/* Without the service: pin_st_load of path (a file, or an index). */
+static int load_private(struct pin_cache_ck *c, const char *path, char *why,
+			size_t len)
+{
 	int ret;
 
 	ret = pin_dev_open(&c->dev, PIN_BACKEND_AUTO, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = len });
@@ -186,40 +315,46 @@ static int load_private(struct pin_cache_ck *c, int fd, char *why, size_t len)
 	c->st = pin_st_create();
 	if (!c->st)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	ret = pin_st_load(c->st, c->dev, path, NULL);
 	if (ret)
 		set_why(why, len, pin_st_error(c->st), strlen(pin_st_error(c->st)));
 	return ret;
 }
 
-int pin_cache_open(int fd, const struct pin_cache_opts *opts,
-		   struct pin_cache_ck **ckp)
+/* Check the options and start a ck; *ckp NULL until it succeeds. */
+static int open_begin(const struct pin_cache_opts *opts,
+		      struct pin_cache_opts *o, struct pin_cache_ck **ckp,
+		      struct pin_cache_ck **cp)
 {
-	struct pin_cache_opts o;
-	struct pin_cache_ck *c;
 	int ret;
 
 	if (!ckp)
 		return -EINVAL;
 	*ckp = NULL;
-	ret = pin__opts_in(&o, sizeof(o), opts, CACHE_OPTS_SIZE);
+	ret = pin__opts_in(o, sizeof(*o), opts, CACHE_OPTS_SIZE);
 	if (ret)
 		return ret;
-	if (fd < 0)
-		return -EBADF;
-	if (o.flags & ~PIN_CACHE_NO_FALLBACK)
+	if (o->flags & ~PIN_CACHE_NO_FALLBACK)
 		return -EINVAL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
+	*cp = calloc(1, sizeof(**cp));
+	if (!*cp)
 		return -ENOMEM;
-	pin__why(o.why, o.why_len, "");
-	ret = ask_service(c, socket_path(o.socket), fd, o.why, o.why_len);
-	if (ret > 0 && (o.flags & PIN_CACHE_NO_FALLBACK)) {
-		set_why(o.why, o.why_len, c->how, strlen(c->how));
+	pin__why(o->why, o->why_len, "");
+	return 0;
+}
+
+/*
+ * Finish an open whose service step returned ret: fall back to the
+ * private load of path where allowed, and hand the ck over or free it.
+ */
+static int open_end(struct pin_cache_ck *c, int ret, const char *path,
+		    const struct pin_cache_opts *o, struct pin_cache_ck **ckp)
+{
+	if (ret > 0 && (o->flags & PIN_CACHE_NO_FALLBACK)) {
+		set_why(o->why, o->why_len, c->how, strlen(c->how));
 		ret = -ret;
 	} else if (ret > 0) {
-		ret = load_private(c, fd, o.why, o.why_len);
+		ret = load_private(c, path, o->why, o->why_len);
 	}
 	if (ret) {
 		pin_cache_close(c);
@@ -227,6 +362,68 @@ int pin_cache_open(int fd, const struct pin_cache_opts *opts,
 	}
 	*ckp = c;
 	return 0;
+}
+
+int pin_cache_open(int fd, const struct pin_cache_opts *opts,
+		   struct pin_cache_ck **ckp)
+{
+	char path[64];
+	struct pin_cache_opts o;
+	struct pin_cache_ck *c;
+	int ret;
+
+	ret = open_begin(opts, &o, ckp, &c);
+	if (ret)
+		return ret;
+	if (fd < 0) {
+		free(c);
+		return -EBADF;
+	}
+	ret = shared_file(c, socket_path(o.socket), fd, o.why, o.why_len);
+	/* The private load reads the very file asked about. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return open_end(c, ret, path, &o, ckp);
+}
+
+/* A single file: opened here, then as pin_cache_open. */
+static int open_file_path(const char *path, const struct pin_cache_opts *opts,
+			  struct pin_cache_ck **ckp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ckp)
+			*ckp = NULL;
+		if (opts && opts->size >= CACHE_OPTS_SIZE && opts->why &&
+		    opts->why_len)
+			snprintf(opts->why, opts->why_len, "%s", strerror(-ret));
+		return ret;
+	}
+	ret = pin_cache_open(fd, opts, ckp);
+	close(fd);
+	return ret;
+}
+
+int pin_cache_open_path(const char *path, const struct pin_cache_opts *opts,
+			struct pin_cache_ck **ckp)
+{
+	struct pin_cache_opts o;
+	struct pin_cache_ck *c;
+	int ret;
+
+	if (!path) {
+		if (ckp)
+			*ckp = NULL;
+		return -EINVAL;
+	}
+	if (!pin__st_is_index(path))
+		return open_file_path(path, opts, ckp);
+	ret = open_begin(opts, &o, ckp, &c);
+	if (ret)
+		return ret;
+	ret = shared_index(c, socket_path(o.socket), path, o.why, o.why_len);
+	return open_end(c, ret, path, &o, ckp);
 }
 
 const struct pin_st *pin_cache_st(const struct pin_cache_ck *c)
@@ -253,9 +450,7 @@ void pin_cache_close(struct pin_cache_ck *c)
 {
 	if (!c)
 		return;
-	pin_st_close(c->st);
-	if (c->map)
-		munmap(c->map, c->map_len);
+	drop_shared(c);
 	if (c->dev)
 		pin_dev_close(c->dev);
 	free(c);

@@ -63,6 +63,10 @@ int pin__st_add_file(struct pin_st *ck, const char *path);
 int pin__st_tensor_bytes(int dtype, const uint64_t *shape, unsigned ndim,
 			 uint64_t *out);
 int pin__st_read_header(struct pin_st *ck, struct pin__file *f, unsigned fi);
+/* The image buf[len] of file fi parsed in place (pin_st_parse_buffer's
+ * way, one file of several). */
+int pin__st_parse_image(struct pin_st *ck, unsigned fi, const void *buf,
+			uint64_t len);
 int pin__st_build_index(struct pin_st *ck);
 
 /* Loads (safetensors_load.c, safetensors_index.c; safetensors_open.c
@@ -75,6 +79,11 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 		       const char *path, const struct pin_io_opts *o,
 		       struct st_progress *prog);
+/* The index at path: its shards (ck->files) each given to take_shard,
+ * then the weight map checked and the index's metadata added. */
+int pin__st_index(struct pin_st *ck, const char *path,
+		  int (*take_shard)(struct pin_st *ck, unsigned fi, void *arg),
+		  void *arg);
 
 /* Whether path names a sharded checkpoint's index, not one file. */
 static inline int pin__st_is_index(const char *path)

@@ -391,37 +391,52 @@ static int check_len(struct pin_st *ck, const char *file, uint64_t size,
 	return 0;
 }
 
-int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
-			const char *name)
+/*
+ * Parse the file image buf[len] of file fi (already in ck->files): its
+ * tensors join ck, their data pointing into buf. The caller builds the
+ * name index once every file is in.
+ */
+int pin__st_parse_image(struct pin_st *ck, unsigned fi, const void *buf,
+			uint64_t len)
 {
+	const char *name = ck->files[fi].path;
 	const unsigned char *b = buf;
+	size_t i, first = ck->n;
 	uint64_t n;
-	size_t i;
 	int ret;
 
-	if (ck->n || ck->nfiles)
-		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
 	if (len < 8)
 		return pin__st_fail(ck, -EINVAL, "%s: %llu bytes, shorter than the 8-byte header length",
 				    name, (unsigned long long)len);
 	n = le64(b);
 	ret = check_len(ck, name, len, n);
 	if (!ret)
-		ret = pin__st_add_file(ck, name);
-	if (!ret)
 		ret = parse_header(ck, name, (const char *)b + 8, n,
-				   len - 8 - n, 0);
-	if (!ret)
-		ret = pin__st_build_index(ck);
-	if (ret) {
-		pin__st_clear(ck);
+				   len - 8 - n, fi);
+	if (ret)
 		return ret;
-	}
-	ck->files[0].data_start = 8 + n;
-	ck->files[0].data_len = len - 8 - n;
-	for (i = 0; i < ck->n; i++)
+	ck->files[fi].data_start = 8 + n;
+	ck->files[fi].data_len = len - 8 - n;
+	for (i = first; i < ck->n; i++)
 		ck->t[i].pub.data = (void *)(b + ck->t[i].pub.file_offset);
 	return 0;
+}
+
+int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
+			const char *name)
+{
+	int ret;
+
+	if (ck->n || ck->nfiles)
+		return pin__st_fail(ck, -EBUSY, "checkpoint is not empty");
+	ret = pin__st_add_file(ck, name);
+	if (!ret)
+		ret = pin__st_parse_image(ck, 0, buf, len);
+	if (!ret)
+		ret = pin__st_build_index(ck);
+	if (ret)
+		pin__st_clear(ck);
+	return ret;
 }
 
 /*

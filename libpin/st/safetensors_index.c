@@ -179,12 +179,13 @@ static int parse_index(struct pin_st *ck, const char *path, char **text,
 }
 
 /*
- * Load a sharded checkpoint: parse the index, add its shards, load each
- * (safetensors_load.c), then hold the weight map to what they hold.
+ * A sharded checkpoint: parse the index, add its shards, give each to
+ * take_shard (which loads it, or parses an image of it held elsewhere),
+ * then hold the weight map to what they hold.
  */
-int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
-		       const char *path, const struct pin_io_opts *o,
-		       struct st_progress *prog)
+int pin__st_index(struct pin_st *ck, const char *path,
+		  int (*take_shard)(struct pin_st *ck, unsigned fi, void *arg),
+		  void *arg)
 {
 	struct pin__jarena a = { 0 };
 	const struct pin__jval *wm = NULL, *meta = NULL;
@@ -208,16 +209,8 @@ int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
 		goto out;
 	}
 	ret = add_shards(ck, path, wm);
-	if (ret)
-		goto out;
-	for (i = 0; i < ck->nfiles; i++) {
-		struct stat sb;
-
-		if (stat(ck->files[i].path, &sb) == 0)
-			prog->total += (uint64_t)sb.st_size + PIN_IO_ALIGN;
-	}
 	for (i = 0; i < ck->nfiles && !ret; i++)
-		ret = pin__st_load_file(ck, dev, (unsigned)i, o, prog);
+		ret = take_shard(ck, (unsigned)i, arg);
 	if (!ret)
 		ret = pin__st_build_index(ck);
 	if (!ret)
@@ -228,4 +221,34 @@ out:
 	free(text);
 	pin__json_free(&a);
 	return ret;
+}
+
+struct index_load {
+	struct pin_dev *dev;
+	const struct pin_io_opts *o;
+	struct st_progress *prog;
+};
+
+/* Progress counts every shard's bytes from the first one on. */
+static int load_shard(struct pin_st *ck, unsigned fi, void *arg)
+{
+	struct index_load *l = arg;
+	size_t i;
+
+	for (i = 0; i < ck->nfiles && fi == 0; i++) {
+		struct stat sb;
+
+		if (stat(ck->files[i].path, &sb) == 0)
+			l->prog->total += (uint64_t)sb.st_size + PIN_IO_ALIGN;
+	}
+	return pin__st_load_file(ck, l->dev, fi, l->o, l->prog);
+}
+
+int pin__st_load_index(struct pin_st *ck, struct pin_dev *dev,
+		       const char *path, const struct pin_io_opts *o,
+		       struct st_progress *prog)
+{
+	struct index_load l = { .dev = dev, .o = o, .prog = prog };
+
+	return pin__st_index(ck, path, load_shard, &l);
 }

@@ -4,8 +4,9 @@
  * it, print what came back (shared or private, entry, tensors, a checksum
  * of every tensor's bytes), then keep the mapping for --hold seconds (or
  * until a line arrives on stdin with --hold -1), then checksum again
- * ("after: sum") and close.
- *   cache-client [--socket PATH] [--no-fallback] [--hold S] FILE
+ * ("after: sum") and close. --path: FILE through pin_cache_open_path
+ * (which a sharded checkpoint's *.index.json needs), not an fd.
+ *   cache-client [--socket PATH] [--no-fallback] [--hold S] [--path] FILE
  * Exit: 0 ok, 1 the request failed (the reason on stderr), 2 usage.
  */
 #include <errno.h>
@@ -38,15 +39,18 @@ int main(int argc, char **argv)
 {
 	const char *sock = NULL, *file = NULL;
 	unsigned flags = 0;
+	struct pin_cache_opts o;
 	struct pin_cache_ck *c;
 	char why[1024] = "";
-	int hold = 0, fd, ret;
+	int hold = 0, by_path = 0, fd = -1, ret;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
 			sock = argv[++i];
 		else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
 			hold = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--path"))
+			by_path = 1;
 		else if (!strcmp(argv[i], "--no-fallback"))
 			flags |= PIN_CACHE_NO_FALLBACK;
 		else if (!file)
@@ -56,17 +60,23 @@ int main(int argc, char **argv)
 	}
 	if (!file)
 		return 2;
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "open %s: %s\n", file, strerror(errno));
-		return 1;
+	if (!by_path) {
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			fprintf(stderr, "open %s: %s\n", file, strerror(errno));
+			return 1;
+		}
 	}
-	ret = pin_cache_open(fd, &(struct pin_cache_opts){
+	o = (struct pin_cache_opts){
 		.size = sizeof(struct pin_cache_opts), .flags = flags,
-		.socket = sock, .why = why, .why_len = sizeof(why) }, &c);
-	close(fd);
+		.socket = sock, .why = why, .why_len = sizeof(why) };
+	ret = by_path ? pin_cache_open_path(file, &o, &c) :
+			pin_cache_open(fd, &o, &c);
+	if (fd >= 0)
+		close(fd);
 	if (ret) {
-		fprintf(stderr, "pin_cache_open: %s: %s\n", strerror(-ret), why);
+		fprintf(stderr, "pin_cache_open%s: %s: %s\n",
+			by_path ? "_path" : "", strerror(-ret), why);
 		return 1;
 	}
 	printf("%s entry %llu tensors %zu sum %016llx\n",
