@@ -279,6 +279,7 @@ static void drop_shared(struct pin_cache_ck *c)
 	c->views = NULL;
 	c->nviews = 0;
 	c->fresh = 0;
+	c->entry = 0;
 }
 
 /* A sharded checkpoint's index: every shard from the service. */
