@@ -37,15 +37,25 @@ vm_lock_first() {
 	done
 }
 
+# (Re)write this waiter's ticket whole: a reader must never find it empty
+# and take it for a dead waiter's (the glob skips the hidden temporary).
+vm_lock_ticket() {
+	local tmp=${vm_ticket%/*}/.${vm_ticket##*/}
+
+	[ -f "$vm_ticket" ] && return
+	vm_lock_started "$BASHPID" >"$tmp" && mv -f "$tmp" "$vm_ticket"
+}
+
 vm_lock() {
 	local lock=$1 queue=$1.queue said=0 LC_ALL=C
 
 	mkdir -p "$queue" && chmod 1777 "$queue" 2>/dev/null
 	vm_ticket=$queue/$(date +%s%N)-$BASHPID
-	vm_lock_started "$BASHPID" >"$vm_ticket"
+	vm_lock_ticket
 	exec 9>>"$lock"
 	while [ "$(vm_lock_first "$queue")" != "$vm_ticket" ] ||
 		! flock -n 9; do
+		vm_lock_ticket
 		if [ "$said" = 0 ]; then
 			echo "pinmem-rig: waiting for another guest to finish ($lock: $(head -c 300 "$lock"))"
 			said=1
