@@ -38,6 +38,24 @@ print(t, s["io_seconds"], s["bytes"], int(s["direct"]),
       ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime)
 """ % os.path.join(TOP, "libpin", "python")
 
+# Every tensor of sd copied into one mlock()ed anonymous mapping (what
+# pin_memory() makes, cudaHostAlloc's memory, without a driver): pinned.
+# Needs ctypes, mmap, torch and libc = ctypes.CDLL(None, use_errno=True).
+PIN = r"""
+total = sum(-(-v.numel() * v.element_size() // 64) * 64 for v in sd.values())
+buf = mmap.mmap(-1, max(total, 1))
+addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(total)):
+    raise OSError(ctypes.get_errno(), "mlock")
+pinned, off = {}, 0
+for k, v in sd.items():
+    n = v.numel() * v.element_size()
+    d = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
+    d.copy_(v.reshape(-1).view(torch.uint8))
+    pinned[k] = d.view(v.dtype).view(v.shape)
+    off += -(-n // 64) * 64
+"""
+
 # safetensors.torch.load_file, then pin: one mlock()ed anonymous mapping
 # for all tensors (cudaHostAlloc's memory without a driver), each tensor
 # copied in. Time and CPU of the whole, as for pinmem's load.
@@ -51,19 +69,7 @@ ru0 = resource.getrusage(resource.RUSAGE_SELF)
 t0 = time.perf_counter()
 sd = load_file(sys.argv[1])
 t1 = time.perf_counter()
-total = sum(-(-v.numel() * v.element_size() // 64) * 64 for v in sd.values())
-buf = mmap.mmap(-1, max(total, 1))
-addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(total)):
-    raise OSError(ctypes.get_errno(), "mlock")
-pinned, off = {}, 0
-for k, v in sd.items():
-    n = v.numel() * v.element_size()
-    d = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
-    d.copy_(v.reshape(-1).view(torch.uint8))
-    pinned[k] = d.view(v.dtype).view(v.shape)
-    off += -(-n // 64) * 64
-t = time.perf_counter() - t0
+"""+ PIN + r"""t = time.perf_counter() - t0
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(t, t1 - t0, ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime)
 """

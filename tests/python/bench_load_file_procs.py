@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import time
 
-from bench_load_file import drop, venv_site
+from bench_load_file import PIN, drop, venv_site
 
 WORKER = r"""
 import ctypes, mmap, os, sys
@@ -34,19 +34,9 @@ libc = ctypes.CDLL(None, use_errno=True)
 os.write(ready, b"i")
 os.read(start, 1)
 sd = load_file(sys.argv[1])
-total = sum(-(-v.numel() * v.element_size() // 64) * 64 for v in sd.values())
-buf = mmap.mmap(-1, max(total, 1))
-addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(total)):
-    raise OSError(ctypes.get_errno(), "mlock")
-pinned, off = {}, 0
-for k, v in sd.items():
-    n = v.numel() * v.element_size()
-    d = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off)
-    d.copy_(v.reshape(-1).view(torch.uint8))
-    pinned[k] = d
-    off += -(-n // 64) * 64
-s = sum(int(d[::4096].sum()) for d in pinned.values())
+"""+ PIN + r"""
+s = sum(int(d.reshape(-1).view(torch.uint8)[::4096].sum())
+        for d in pinned.values())
 locked = 0
 for line in open("/proc/self/status"):
     if line.startswith("VmLck:"):
