@@ -71,6 +71,21 @@ static void put_clients(struct text *t, struct entry *e)
 		put(t, "    evict: yes\n");
 }
 
+/* How many entries were evicted, and what the last and slowest took. */
+static void put_evictions(struct text *t, const struct evictions *ev)
+{
+	char size[32];
+
+	if (!ev->count) {
+		put(t, "evictions: 0\n");
+		return;
+	}
+	human_bytes(ev->last_bytes, size, sizeof(size));
+	put(t, "evictions: %llu; the last: %s, DONATE %.3f ms, release %.3f ms; the slowest %.3f ms\n",
+	    (unsigned long long)ev->count, size, (double)ev->last_donate_ns / 1e6,
+	    (double)ev->last_release_ns / 1e6, (double)ev->max_ns / 1e6);
+}
+
 int store_list(struct store *s, char *buf, size_t len)
 {
 	struct text t = { .buf = buf, .len = len };
@@ -83,6 +98,7 @@ int store_list(struct store *s, char *buf, size_t len)
 	put(&t, "pinmem-cached: %s backend, %u entries, %s of %s budget, %llu loads\n",
 	    pin_backend_name(s->backend), s->count, used, budget,
 	    (unsigned long long)s->loads);
+	put_evictions(&t, &s->evictions);
 	put(&t, "%4s %10s %8s %8s %-8s %s\n", "ID", "SIZE", "AGE", "IDLE",
 	    "STATE", "FILE");
 	for (struct entry *e = s->head; e; e = e->next) {

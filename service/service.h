@@ -52,6 +52,14 @@ struct entry {
 	struct store *owner;
 };
 
+/* What evicting has cost: the kernel's DONATE, then freeing the pages. */
+struct evictions {
+	uint64_t count;
+	uint64_t last_bytes;
+	uint64_t last_donate_ns, last_release_ns;
+	uint64_t max_ns;		/* the slowest, DONATE and release */
+};
+
 struct store {
 	struct entry *head, *tail;
 	unsigned count;
@@ -60,6 +68,7 @@ struct store {
 	uint64_t next_id;
 	int backend;			/* PIN_BACKEND_* the loads ask for */
 	uint64_t loads;			/* files loaded since start */
+	struct evictions evictions;
 
 	/* Completed loads, handed from loading threads to the loop. */
 	pthread_mutex_t lock;

@@ -185,14 +185,27 @@ void store_remove(struct store *s, struct entry *e)
 	entry_free(e);
 }
 
+static void count_eviction(struct evictions *ev, uint64_t bytes,
+			   uint64_t donate_ns, uint64_t release_ns)
+{
+	ev->count++;
+	ev->last_bytes = bytes;
+	ev->last_donate_ns = donate_ns;
+	ev->last_release_ns = release_ns;
+	if (donate_ns + release_ns > ev->max_ns)
+		ev->max_ns = donate_ns + release_ns;
+}
+
 /*
  * Ask the kernel to take e back: a donation with no wait succeeds only
  * when no view of it is mapped. On the portable backend there is nobody
  * to ask; the service drops its reference and the memory lives on while
- * any client maps it.
+ * any client maps it. Timed: the DONATE, and the release of the pages
+ * when the region is closed (both inside the load that needs the room).
  */
 static int try_evict(struct store *s, struct entry *e)
 {
+	uint64_t t0, t1, bytes;
 	int ret;
 
 	if (e->state != ENTRY_READY || e->waiters || e->handoffs) {
@@ -201,13 +214,17 @@ static int try_evict(struct store *s, struct entry *e)
 			 "being handed to a client");
 		return -EBUSY;
 	}
+	t0 = now_ns();
 	ret = pin_region_donate(e->region, 0);
 	if (ret && ret != -EOPNOTSUPP) {
 		snprintf(e->evict_why, sizeof(e->evict_why), "%s",
 			 pin_region_error(e->region));
 		return ret;
 	}
+	t1 = now_ns();
+	bytes = e->bytes;
 	store_remove(s, e);
+	count_eviction(&s->evictions, bytes, t1 - t0, now_ns() - t1);
 	return 0;
 }
 
