@@ -12,6 +12,9 @@
  *   pinbench shared FILE N processes loading one checkpoint each on their
  *                        own, then sharing one copy through pinmem-cached
  *                        (pinbench/shared.c)
+ *   pinbench evict FILE  what pinmem-cached's eviction of one checkpoint
+ *                        costs: DONATE, the release of the pages, the request
+ *                        that needed the room (pinbench/evict.c)
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
  *                        O_DIRECT writes + fsync of the same size (plain and
  *                        with registered buffers)
@@ -48,6 +51,9 @@ static void usage(FILE *f)
 		"                      N = 1, 2, 4 .. --procs workers (default 8), each\n"
 		"                      loading privately, then all through pinmem-cached\n"
 		"                      (moves the file's modification time on per run)\n"
+		"       pinbench evict FILE [--socket PATH] [--runs N]\n"
+		"                      the cost of an eviction; the service's budget must\n"
+		"                      hold one copy of FILE but not two (moves its time on)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
@@ -233,14 +239,18 @@ int main(int argc, char **argv)
 		plan_cold_runs(&c);
 		return bench_shared(&c, argv[optind + 1]);
 	}
+	if (optind < argc && !strcmp(argv[optind], "evict") && optind + 2 == argc) {
+		plan_cold_runs(&c);
+		return bench_evict(&c, argv[optind + 1]);
+	}
 	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc) {
 		plan_cold_runs(&c);
 		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
 				  "pinbench-save.safetensors");
 	}
 	fprintf(stderr, "pinbench: %s\n", optind < argc ?
-		"a command is load FILE, shared FILE, save [OUT], donate or alloc-rate" :
-		"no command (load, shared, save, donate or alloc-rate)");
+		"a command is load FILE, shared FILE, evict FILE, save [OUT], donate or alloc-rate" :
+		"no command (load, shared, evict, save, donate or alloc-rate)");
 	args_try_help();
 	return ARGS_EXIT_USAGE;
 }

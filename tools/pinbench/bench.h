@@ -2,8 +2,9 @@
 /*
  * What pinbench's parts share: the options (struct cfg), a method's runs
  * (struct series), and the declarations of each part. pinbench.c reads
- * the options and runs a benchmark; load.c, save.c, donate.c and
- * alloc_rate.c and shared.c are the benchmarks; baselines.c runs what libpin is
+ * the options and runs a benchmark; load.c, save.c, donate.c,
+ * alloc_rate.c, shared.c and evict.c are the benchmarks (service.c asks
+ * pinmem-cached what they need); baselines.c runs what libpin is
  * measured against; report.c prints; stats.c keeps the numbers.
  */
 #ifndef PINBENCH_BENCH_H
@@ -60,6 +61,13 @@ void add_cpu(struct series *s, double cpu_s_per_gb);
 double median_of(const double *in, int n);
 double median(const struct series *s);
 
+/* service.c: asking pinmem-cached (c->socket) */
+int service_counts(const struct cfg *c, long *entries, long *loads);
+int service_evictions(const struct cfg *c, long *count, double *donate_ms,
+		      double *release_ms);
+double cached_open(const struct cfg *c, const char *file);
+int next_key(const char *file);
+
 /* baselines.c */
 enum baseline { BASE_FIO, BASE_FIO_FIXED, BASE_PREAD, BASE_MMAP };
 long read_ahead_kb(const char *file);
@@ -85,5 +93,6 @@ int bench_save(struct cfg *c, const char *out);		/* save.c */
 int bench_donate(struct cfg *c, uint64_t max);		/* donate.c */
 int bench_alloc_rate(struct cfg *c, uint64_t size);	/* alloc_rate.c */
 int bench_shared(struct cfg *c, const char *file);	/* shared.c */
+int bench_evict(struct cfg *c, const char *file);	/* evict.c */
 
 #endif

@@ -59,30 +59,6 @@ static int64_t pinned_bytes(struct pin_dev *dev)
 	return shmem * 1024 + (int64_t)info.total_bytes;
 }
 
-/*
- * The service's entries and loads so far, from the first line of its list
- * ("...backend, E entries, ... of ... budget, L loads"); -EPROTO if it
- * says something else.
- */
-static int service_counts(const struct cfg *c, long *entries, long *loads)
-{
-	struct pin_cache_opts o = { .size = sizeof(o), .socket = c->socket };
-	char buf[4096];
-	const char *p, *q;
-	int ret = pin_cache_list(&o, buf, sizeof(buf));
-
-	if (ret < 0)
-		return ret;
-	buf[sizeof(buf) - 1] = 0;
-	p = strstr(buf, "backend, ");
-	q = strstr(buf, " loads");
-	if (!p || !q || sscanf(p, "backend, %ld entries", entries) != 1)
-		return -EPROTO;
-	while (q > buf && q[-1] >= '0' && q[-1] <= '9')
-		q--;
-	return sscanf(q, "%ld", loads) == 1 ? 0 : -EPROTO;
-}
-
 /* One private cold load, end to end, in seconds (< 0: it failed). */
 static double private_load(struct cfg *c, struct pin_dev *dev,
 			   const char *file)
@@ -184,42 +160,6 @@ static int worker(const char *file, int shared, const struct cfg *c,
 	pin_st_close(w.own);
 	pin_dev_close(w.dev);
 	return ret ? 1 : 0;
-}
-
-/* One pin_cache_open of file the service holds already: its seconds. */
-static double cached_open(const struct cfg *c, const char *file)
-{
-	struct pin_cache_opts o = {
-		.size = sizeof(o), .flags = PIN_CACHE_NO_FALLBACK,
-		.socket = c->socket,
-	};
-	struct pin_cache_ck *ck;
-	uint64_t t0 = now_ns();
-	int fd = open(file, O_RDONLY | O_CLOEXEC), ret;
-	double s;
-
-	if (fd < 0)
-		return -1;
-	ret = pin_cache_open(fd, &o, &ck);
-	s = (double)(now_ns() - t0) / 1e9;
-	close(fd);
-	if (ret)
-		return -1;
-	pin_cache_close(ck);
-	return s;
-}
-
-/* A new key for the service: the file's times, one second on per call. */
-static int next_key(const char *file)
-{
-	struct timespec ts[2] = { { 0, UTIME_OMIT } };
-	struct stat st;
-
-	if (stat(file, &st))
-		return -errno;
-	ts[1] = st.st_mtim;
-	ts[1].tv_sec += 1;
-	return utimensat(AT_FDCWD, file, ts, 0) ? -errno : 0;
 }
 
 /* Wait for n workers; 0 when every one exited 0. */
