@@ -15,6 +15,17 @@
 
 #include "bench.h"
 
+/* The service's --list text, NUL-terminated in buf (< 0: -errno). */
+static int service_list(const struct cfg *c, char *buf, size_t len)
+{
+	struct pin_cache_opts o = { .size = sizeof(o), .socket = c->socket };
+	int ret = pin_cache_list(&o, buf, len);
+
+	if (ret >= 0)
+		buf[len - 1] = 0;
+	return ret;
+}
+
 /*
  * The service's entries and loads so far, from the first line of its list
  * ("...backend, E entries, ... of ... budget, L loads"); -EPROTO if it
@@ -22,14 +33,12 @@
  */
 int service_counts(const struct cfg *c, long *entries, long *loads)
 {
-	struct pin_cache_opts o = { .size = sizeof(o), .socket = c->socket };
 	char buf[4096];
 	const char *p, *q;
-	int ret = pin_cache_list(&o, buf, sizeof(buf));
+	int ret = service_list(c, buf, sizeof(buf));
 
 	if (ret < 0)
 		return ret;
-	buf[sizeof(buf) - 1] = 0;
 	p = strstr(buf, "backend, ");
 	q = strstr(buf, " loads");
 	if (!p || !q || sscanf(p, "backend, %ld entries", entries) != 1)
@@ -47,14 +56,12 @@ int service_counts(const struct cfg *c, long *entries, long *loads)
 int service_evictions(const struct cfg *c, long *count, double *donate_ms,
 		      double *release_ms)
 {
-	struct pin_cache_opts o = { .size = sizeof(o), .socket = c->socket };
 	char buf[4096];
 	const char *p, *q;
-	int ret = pin_cache_list(&o, buf, sizeof(buf));
+	int ret = service_list(c, buf, sizeof(buf));
 
 	if (ret < 0)
 		return ret;
-	buf[sizeof(buf) - 1] = 0;
 	p = strstr(buf, "\nevictions: ");
 	if (!p || sscanf(p, "\nevictions: %ld", count) != 1)
 		return -EPROTO;
