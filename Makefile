@@ -8,6 +8,8 @@
 #   make check      deps, build, host tests, then the guest suite on each kernel
 #                   and the debug-kernel lane (tests/vm/debug-kernel)
 #   make check-debug  every guest suite on the debug kernel (KASAN, lockdep...)
+#   make check-kcsan  the kselftests, fault injection, the ABI fuzzer and the
+#                   soak on the data-race kernel (KCSAN; its own build)
 #   make fuzz       long fuzzing: libFuzzer targets and the ABI fuzzer
 #   make demo       deps, build, then the demo in a guest
 #   make stress     the whole checkpoint-load matrix in a guest per kernel
@@ -85,6 +87,16 @@ check-debug: deps
 		tests/vm/debug-kernel/lane $(B)/results-debug/debug; \
 	tests/report $(B)/results-debug
 
+# KCSAN excludes KASAN, so it is a second debug kernel, built on first use
+# (PINMEM_DEBUG_FLAVOUR=kcsan); not in make check (its build is as long as
+# the first one's).
+check-kcsan: deps
+	$(MAKE) all
+	rm -rf $(B)/results-kcsan
+	PINMEM_DEBUG_FLAVOUR=kcsan PINMEM_VM_RETRY_LOG=$(B)/results-kcsan/boot-retries.log \
+		tests/vm/debug-kernel/lane $(B)/results-kcsan/kcsan '[16]0-*'; \
+	tests/report $(B)/results-kcsan
+
 # PINMEM_FUZZ_SECONDS per libFuzzer target (default 600), then
 # PINMEM_FUZZ_OPS ABI fuzzer operations (default 2000000) in a 6.1 guest,
 # then PINMEM_FUZZ_USER_OPS (default 1000000) as unprivileged users.
@@ -126,4 +138,4 @@ boot-loop: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug fuzz demo stress boot-loop clean install userland
+.PHONY: all deps check check-debug check-kcsan fuzz demo stress boot-loop clean install userland
