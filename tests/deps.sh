@@ -11,7 +11,7 @@ pkgs="build-essential make gcc pkg-config
 qemu-system-x86 linux-image-amd64 linux-headers-amd64
 linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
 busybox-static kmod cpio e2fsprogs xfsprogs dmsetup xz-utils
-sparse cppcheck valgrind strace liburing-dev fio groff-base
+sparse cppcheck valgrind strace trace-cmd liburing-dev fio groff-base
 python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip
 python3-venv
 debhelper dh-dkms dh-python dkms python3-all lintian mmdebstrap
