@@ -64,13 +64,15 @@ echo "check.sh: built $out/bandwidth (linked against $libdir)"
 # already there (carried from the machine that built it) is kept.
 pylib=$out/lib/libpin.so.1
 if [ ! -e "$pylib" ] || [ "$build_only" = 1 ]; then
+	# libpin's layers, as its makefile names them
+	layers=$(sed -n 's/^LIBPIN_LAYERS[[:space:]]*:=[[:space:]]*//p' libpin/libpin.mk)
 	uring=-luring
 	[ -e /usr/lib/x86_64-linux-gnu/liburing.a ] && uring=-l:liburing.a
 	mkdir -p "$out/lib"
 	if ${CC:-cc} -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -g -fPIC -shared \
 		-Iinclude -I"$out/include" -Ilibpin -DPIN_HAVE_CUDA_H -I"$cuda/include" \
 		-Wl,-soname,libpin.so.1 -Wl,--version-script=libpin/libpin.map -Wl,-z,defs \
-		-o "$pylib.tmp" libpin/core/*.c libpin/io/*.c libpin/st/*.c libpin/cache/*.c \
+		-o "$pylib.tmp" $(for l in $layers; do echo "libpin/$l/"*.c; done) \
 		$uring -ldl; then
 		mv "$pylib.tmp" "$pylib"
 		echo "check.sh: built $pylib ($uring)"
