@@ -13,11 +13,11 @@ pinmem.safetensors.torch).
 """
 import numpy as np
 
-from . import _atomic, _format
+from . import _atomic, _format, _sharded
 from . import shared as _shared
 from ._open import load_bytes, safe_open, to_framework
 
-__all__ = ["save", "save_file", "load", "load_file"]
+__all__ = ["save", "save_file", "save_sharded", "load", "load_file"]
 
 
 def _entries(tensor_dict):
@@ -44,6 +44,15 @@ def save_file(tensor_dict, filename, metadata=None):
     replacing the file whole: a crash leaves the old file or the new one."""
     parts = _format.serialize(_entries(tensor_dict), metadata)
     _atomic.replace_file(filename, parts)
+
+
+def save_sharded(tensor_dict, index_filename, max_shard_size="5GB", metadata=None):
+    """Write tensor_dict as a sharded checkpoint: shards of at most max_shard_size
+    (an int, or "5GB", "512MiB") and the index index_filename
+    (PREFIX.safetensors.index.json), as Hugging Face's loaders read it.
+    A crash leaves the old checkpoint or the new one; the old shards are
+    deleted once the new index is in place. Returns the shards' names."""
+    return _sharded.save(_entries(tensor_dict), index_filename, metadata, max_shard_size)
 
 
 def load(data):

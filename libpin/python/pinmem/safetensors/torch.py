@@ -22,12 +22,12 @@ copies of them (the pinned memory is the copy's source).
 """
 import torch
 
-from . import _atomic, _format
+from . import _atomic, _format, _sharded
 from ._open import load_bytes, safe_open
 from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
 
-__all__ = ["save", "save_file", "load", "load_file", "save_model",
+__all__ = ["save", "save_file", "save_sharded", "load", "load_file", "save_model",
            "load_model"]
 
 
@@ -195,6 +195,17 @@ def save_file(tensors, filename, metadata=None):
     replacing the file whole: a crash leaves the old file or the new one."""
     parts = _format.serialize(_flatten(tensors), metadata)
     _atomic.replace_file(filename, parts)
+
+
+def save_sharded(tensors, index_filename, max_shard_size="5GB",
+                 metadata=None):
+    """Write tensors as a sharded checkpoint: shards of at most max_shard_size
+    (an int, or "5GB", "512MiB") and the index index_filename
+    (PREFIX.safetensors.index.json), as Hugging Face's loaders read it.
+    A crash leaves the old checkpoint or the new one; the old shards are
+    deleted once the new index is in place. Returns the shards' names."""
+    return _sharded.save(_flatten(tensors), index_filename, metadata,
+                         max_shard_size)
 
 
 def load(data):
