@@ -13,18 +13,30 @@ the checkpoint must be byte for byte the old or the new one (the new one
 once the save has returned), anything else in the folder must be a save's
 hidden temporary file, and a save made then must succeed.
 
-  powercut.py [--fs ext4,xfs] [--saver c,python] [--points N | --all] WORK
+A sharded checkpoint (an index and its shards) is judged by what a
+loader reads through its index: every tensor the index names, from the
+shard it names, must be the old checkpoint's or the new one's, all of one
+of them; files the index does not name may be left only if they are a
+save's hidden temporary files or shards of the save's own naming, which
+the next save must clear.
+
+  powercut.py [--fs ext4,xfs] [--saver c,python,sharded] [--points N | --all] WORK
 
 Savers: c (pinload --save-to: libpin's pin_st_save), python
-(pinmem.safetensors.numpy.save_file), inplace (a save that overwrites the
-file where it lies: what the test exists to catch). --points N: N cut
-points per file system, shared among the savers, each saver's spread
-evenly over its save (default 50); --all: every one. Prints TAP.
+(pinmem.safetensors.numpy.save_file), sharded
+(pinmem.safetensors.numpy.save_sharded, 1 MiB shards); and the two the
+test exists to catch: inplace (a save that overwrites the file where it
+lies) and sharded-inplace (each shard replaced atomically under a fixed
+name, then the index). --points N: N cut points per file system and
+saver, spread evenly over its save (default 50); --all: every one.
+Prints TAP.
 """
 import argparse
 import fnmatch
 import hashlib
+import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -35,7 +47,8 @@ import dmlog  # noqa: E402
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NAME = "model.safetensors"
-TEMP_PATTERN = "." + NAME + ".tmp-*"
+INDEX = "model.safetensors.index.json"
+SHARD_PATTERN = re.compile(r"model-\d{5}-of-\d{5}-[0-9a-f]{8}\.safetensors")
 DEV_MB = 320			# xfs wants at least 300 MiB
 LW, SNAP = "pinmem-pc-log", "pinmem-pc-snap"
 
@@ -62,7 +75,34 @@ SAVERS = {
         "        f.write(data[at:at + (1 << 20)]); f.flush()\n"
         "        os.fsync(f.fileno())\n"
         "    f.truncate()", src, dst],
+    "sharded": lambda src, dst: [
+        "/usr/bin/python3", "-c",
+        "import sys\n"
+        "from pinmem.safetensors.numpy import load_file, save_sharded\n"
+        "save_sharded(load_file(sys.argv[1]), sys.argv[2], 1 << 20)",
+        src, dst],
+    # Each shard made whole under a fixed name, then the index: a cut
+    # between two renames leaves an index over two checkpoints' shards.
+    "sharded-inplace": lambda src, dst: [
+        "/usr/bin/python3", "-c",
+        "import json, os, sys\n"
+        "from pinmem.safetensors.numpy import load_file, save_file\n"
+        "from pinmem.safetensors import _atomic\n"
+        "t = load_file(sys.argv[1]); names = sorted(t); wm = {}\n"
+        "for i in range(0, len(names), 4):\n"
+        "    shard = 'model-%05d.safetensors' % (i // 4 + 1)\n"
+        "    save_file({n: t[n] for n in names[i:i + 4]},\n"
+        "              os.path.join(os.path.dirname(sys.argv[2]), shard))\n"
+        "    wm.update((n, shard) for n in names[i:i + 4])\n"
+        "_atomic.replace_file(sys.argv[2], [json.dumps(\n"
+        "    {'weight_map': wm}).encode()])", src, dst],
 }
+SHARDED = {"sharded", "sharded-inplace"}
+
+
+def target(saver):
+    """The file a saver is given: the checkpoint, or its index."""
+    return INDEX if saver in SHARDED else NAME
 
 
 # The guest has no udev: device-mapper makes its /dev/mapper nodes itself.
@@ -97,6 +137,74 @@ def checkpoint(path, seed, mib):
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
+
+
+def header(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n)), 8 + n
+
+
+def tensors_digest(weight_map, folder):
+    """What a loader reads through weight_map (tensor -> file in folder):
+    a digest of every tensor's name, dtype, shape and bytes; or why it
+    cannot be read."""
+    h, heads = hashlib.sha256(), {}
+    try:
+        for name in sorted(weight_map):
+            path = os.path.join(folder, weight_map[name])
+            if path not in heads:
+                heads[path] = header(path)
+            head, at = heads[path]
+            t = head[name]
+            with open(path, "rb") as f:
+                f.seek(at + t["data_offsets"][0])
+                n = t["data_offsets"][1] - t["data_offsets"][0]
+                data = f.read(n)
+            if len(data) != n:
+                return "unreadable: %s is short" % weight_map[name]
+            h.update(repr((name, t["dtype"], t["shape"])).encode() + data)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return "unreadable: %s" % e
+    return h.hexdigest()
+
+
+def file_tensors_digest(path):
+    head, _ = header(path)
+    return tensors_digest({n: os.path.basename(path) for n in head
+                           if n != "__metadata__"}, os.path.dirname(path))
+
+
+def index_names(folder):
+    """The index's weight_map, or None when it cannot be read."""
+    try:
+        with open(os.path.join(folder, INDEX), "rb") as f:
+            wm = json.load(f)["weight_map"]
+        return wm if isinstance(wm, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def checkpoint_digest(folder, saver):
+    """What the checkpoint in folder reads as (a digest), or why not."""
+    if saver not in SHARDED:
+        return digest(os.path.join(folder, NAME))
+    wm = index_names(folder)
+    if wm is None:
+        return "unreadable: the index"
+    return tensors_digest(wm, folder)
+
+
+def leftovers(folder, saver):
+    """Files in folder that are not the checkpoint's: (those a save may
+    leave, the others)."""
+    names = set(os.listdir(folder)) - {"lost+found", target(saver)}
+    if saver in SHARDED:
+        names -= set((index_names(folder) or {}).values())
+    temp = ".model*.tmp-*" if saver in SHARDED else "." + NAME + ".tmp-*"
+    allowed = {n for n in names if fnmatch.fnmatch(n, temp) or
+               (saver == "sharded" and SHARD_PATTERN.fullmatch(n))}
+    return allowed, names - allowed
 
 
 class Loop:
@@ -135,10 +243,13 @@ def record(fs, saver, work, old, new):
             (sectors(data.dev), data.dev, log.dev))
         mkfs(fs, "/dev/mapper/" + LW)
         run("mount", "/dev/mapper/" + LW, mnt)
-        run(*SAVERS["c"](old, os.path.join(mnt, NAME)))
+        first = saver if saver in SHARDED else "c"
+        run(*SAVERS[first](old, os.path.join(mnt, target(saver))),
+            env=PY_ENV)
         run("sync")
         run("dmsetup", "message", LW, "0", "mark", "base")
-        run(*SAVERS[saver](new, os.path.join(mnt, NAME)), env=PY_ENV)
+        run(*SAVERS[saver](new, os.path.join(mnt, target(saver))),
+            env=PY_ENV)
         run("dmsetup", "message", LW, "0", "mark", "saved")
         run("umount", mnt)
         run("dmsetup", "remove", LW)
@@ -233,30 +344,36 @@ def check_cut(rep, point, saver, work, hashes, must_be_new, resave):
 
 def inspect(mnt, saver, hashes, must_be_new, resave):
     old, new = hashes
-    names = set(os.listdir(mnt)) - {"lost+found"}
-    if NAME not in names:
+    if not os.path.exists(os.path.join(mnt, target(saver))):
         return "the checkpoint is gone"
-    got = digest(os.path.join(mnt, NAME))
+    got = checkpoint_digest(mnt, saver)
     if got not in (old, new):
-        return "the checkpoint is torn (%d bytes, neither old nor new)" % (
-            os.path.getsize(os.path.join(mnt, NAME)))
+        return "the checkpoint is torn (%s)" % (
+            got if got.startswith("unreadable") else "neither old nor new")
     if must_be_new and got != new:
         return "the save returned but the old checkpoint is back"
-    stray = [n for n in names - {NAME}
-             if not fnmatch.fnmatch(n, TEMP_PATTERN)]
+    stray = leftovers(mnt, saver)[1]
     if stray:
         return "unexpected files: %s" % ", ".join(sorted(stray))
     if resave:
-        target = os.path.join(mnt, NAME)
-        out = subprocess.run(SAVERS[saver](resave, target), env=PY_ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if out.returncode or digest(target) != new:
+        out = subprocess.run(SAVERS[saver](resave, os.path.join(
+            mnt, target(saver))), env=PY_ENV,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if out.returncode or checkpoint_digest(mnt, saver) != new:
             return "the next save failed: " + out.stdout.decode().strip()
+        kept = [n for n in leftovers(mnt, saver)[0]
+                if SHARD_PATTERN.fullmatch(n)]
+        if kept:
+            return "the next save left a cut save's shards: %s" % (
+                ", ".join(sorted(kept)))
     return None
 
 
 def reference(saver, src, work):
-    """What saver writes for src (libpin pads the header, say): its digest."""
+    """What saver writes for src (libpin pads the header, say): its digest;
+    for a sharded saver, the tensors of src."""
+    if saver in SHARDED:
+        return file_tensors_digest(src)
     out = os.path.join(work, "reference.st")
     run(*SAVERS[saver](src, out), env=PY_ENV)
     h = digest(out)
@@ -266,7 +383,8 @@ def reference(saver, src, work):
 
 def one(fs, saver, work, old, new, npoints):
     t0 = time.monotonic()
-    hashes = (reference("c", old, work), reference(saver, new, work))
+    first = saver if saver in SHARDED else "c"
+    hashes = (reference(first, old, work), reference(saver, new, work))
     log = dmlog.Log(record(fs, saver, work, old, new))
     try:
         base, saved = log.mark("base"), log.mark("saved")
@@ -297,7 +415,7 @@ def one(fs, saver, work, old, new, npoints):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fs", default="ext4,xfs")
-    ap.add_argument("--saver", default="c,python")
+    ap.add_argument("--saver", default="c,python,sharded")
     ap.add_argument("--points", type=int, default=50)
     ap.add_argument("--all", action="store_true")
     ap.add_argument("--mib", type=int, default=3,
@@ -322,7 +440,7 @@ def main():
         for saver in savers:
             n += 1
             ok, what = one(fs, saver, a.work, old, new,
-                           0 if a.all else -(-a.points // len(savers)))
+                           0 if a.all else a.points)
             failed += not ok
             print("%s %d - power cut during a save (%s, %s): %s" % (
                 "ok" if ok else "not ok", n, fs, saver, what), flush=True)
