@@ -13,13 +13,10 @@ import os
 import time
 
 
-def replace_file(filename, parts):
-    """Write the byte strings parts, in order, as the file filename."""
-    filename = os.fspath(filename)
-    folder, base = os.path.split(filename)
-    tmp = os.path.join(folder, ".%s.tmp-%d-%d" % (
-        base, os.getpid(), time.monotonic_ns() % 1000000000))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+def write_new(path, parts):
+    """Create path (it must not exist: FileExistsError), write the byte
+    strings parts in order and sync it; on failure the file is removed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
                  0o666)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -27,6 +24,22 @@ def replace_file(filename, parts):
                 f.write(p)
             f.flush()
             os.fsync(f.fileno())
+    except BaseException:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise
+
+
+def replace_file(filename, parts):
+    """Write the byte strings parts, in order, as the file filename."""
+    filename = os.fspath(filename)
+    folder, base = os.path.split(filename)
+    tmp = os.path.join(folder, ".%s.tmp-%d-%d" % (
+        base, os.getpid(), time.monotonic_ns() % 1000000000))
+    write_new(tmp, parts)
+    try:
         os.replace(tmp, filename)
     except BaseException:
         try:

@@ -91,19 +91,9 @@ def _named_shards(index_filename):
 def _write_new(path, parts):
     """parts as the new file path, synced; False if path exists."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
-                     os.O_CLOEXEC, 0o666)
+        _atomic.write_new(path, parts)
     except FileExistsError:
         return False
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for p in parts:
-                f.write(p)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        os.unlink(path)
-        raise
     return True
 
 
