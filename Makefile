@@ -16,6 +16,8 @@
 #                   (tests/io/load-matrix.py --full; hours under TCG)
 #   make boot-loop  boot the rig's guest N times (KERNEL=6.12 N=300) and
 #                   tally clean boots, retried early deaths and the rest
+#   make poke-keys  flip hot static keys N times in a guest (KERNEL=6.12
+#                   N=1000) while its other CPU runs the code they patch
 #   make install    libpin, headers, pkg-config file, man pages, tools
 #                   (PREFIX, DESTDIR); it says how to install the module
 #   make install-dkms  the module's source for DKMS, udev rule, modules-load.d
@@ -135,7 +137,12 @@ stress: deps
 boot-loop: all
 	PINMEM_KERNEL=$(or $(KERNEL),6.12) tests/vm/boot-loop $(or $(N),30)
 
+# Live patches of kernel text against the guest's other CPU
+# (tests/vm/poke-keys): what multi-threaded TCG fails.
+poke-keys: all
+	PINMEM_KERNEL=$(or $(KERNEL),6.12) tests/vm/run tests/vm/poke-keys $(or $(N),1000)
+
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug check-kcsan fuzz demo stress boot-loop clean install userland
+.PHONY: all deps check check-debug check-kcsan fuzz demo stress boot-loop poke-keys clean install userland
