@@ -29,9 +29,18 @@ def service(tmp_path):
     p = subprocess.Popen([CACHED, "--socket", sock, "--budget", "64M",
                           "--backend", os.environ.get("PIN_BACKEND", "auto")],
                          stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        if os.path.exists(sock):
-            break
+    # Until the socket is there: a loaded machine can take seconds to start
+    # the service, and a test that went on without it would load privately
+    # and fail for the wrong reason.
+    deadline = time.monotonic() + 120
+    while not os.path.exists(sock):
+        if p.poll() is not None:
+            pytest.fail("pinmem-cached exited with %d before its socket "
+                        "was there" % p.returncode)
+        if time.monotonic() > deadline:
+            p.kill()
+            p.wait()
+            pytest.fail("pinmem-cached made no socket in 120 s")
         time.sleep(0.05)
     yield sock
     p.terminate()
