@@ -216,7 +216,8 @@ static void conn_readable(struct loop *l, struct conn *c)
 	size_t len;
 	int fd, ret;
 
-	ret = cache_msg_recv(c->fd, req, sizeof(req), &len, &fd, MSG_DONTWAIT);
+	ret = cache_msg_recv(c->fd, req, sizeof(req), &len, &fd, MSG_DONTWAIT,
+			     NULL);
 	if (ret == -EAGAIN)
 		return;
 	if (ret || c->state != CONN_NEW) {

@@ -82,7 +82,7 @@ static int exchange(int s, unsigned type, const void *payload, size_t plen,
 	ret = cache_msg_send(s, req, (size_t)n, fd, 0);
 	if (ret)
 		return ret;
-	ret = cache_msg_recv(s, rep, CACHE_MAX_REPLY, &len, fdp, 0);
+	ret = cache_msg_recv(s, rep, CACHE_MAX_REPLY, &len, fdp, 0, NULL);
 	if (ret)
 		return ret;
 	ret = cache_proto_decode(rep, len, *fdp >= 0, msg, &why);

@@ -18,8 +18,20 @@ int cache_msg_send(int sock, const void *buf, size_t len, int fd, int flags)
 	return pin__scm_send(sock, buf, len, fd, flags);
 }
 
-/* Take the fds of a received packet: keep one in *fdp, close the rest. */
-static int take_fds(struct msghdr *msg, int *fdp)
+/* SCM_MAX_FD of the kernel: the most fds one packet can carry. */
+#define MAX_PACKET_FDS	253
+
+static void drop_fd(const struct cache_fd_sink *sink, int fd)
+{
+	if (sink)
+		sink->drop(fd, sink->arg);
+	else
+		close(fd);
+}
+
+/* Take the fds of a received packet: keep one in *fdp, drop the rest. */
+static int take_fds(struct msghdr *msg, int *fdp,
+		    const struct cache_fd_sink *sink)
 {
 	struct cmsghdr *c;
 	int count = 0;
@@ -37,11 +49,11 @@ static int take_fds(struct msghdr *msg, int *fdp)
 			if (count++ == 0)
 				*fdp = fd;
 			else
-				close(fd);
+				drop_fd(sink, fd);
 		}
 	}
 	if (count > 1) {
-		close(*fdp);
+		drop_fd(sink, *fdp);
 		*fdp = -1;
 		return -EPROTO;
 	}
@@ -49,12 +61,12 @@ static int take_fds(struct msghdr *msg, int *fdp)
 }
 
 int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
-		   int flags)
+		   int flags, const struct cache_fd_sink *sink)
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(MAX_PACKET_FDS * sizeof(int))];
 	} ctl;
 	struct msghdr msg;
 	ssize_t n;
@@ -73,7 +85,7 @@ int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	ret = take_fds(&msg, fdp);
+	ret = take_fds(&msg, fdp, sink);
 	if (!ret && (msg.msg_flags & MSG_CTRUNC))
 		ret = -EPROTO;	/* fds the kernel dropped: refuse the packet */
 	if (!ret && (msg.msg_flags & MSG_TRUNC))
@@ -81,7 +93,7 @@ int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
 	if (!ret && n == 0)
 		ret = -ECONNRESET;
 	if (ret && *fdp >= 0) {
-		close(*fdp);
+		drop_fd(sink, *fdp);
 		*fdp = -1;
 	}
 	*lenp = (size_t)n;

@@ -23,6 +23,7 @@ static const struct type_rule rules[] = {
 	{ CACHE_REQ_LIST, 0, 0, 0, 0 },
 	{ CACHE_REP_LOAD, sizeof(struct cache_rep_load), 0, 1, 1 },
 	{ CACHE_REP_LIST, 0, 1, 0, 1 },
+	{ CACHE_REP_WAIT, sizeof(struct cache_rep_wait), 0, 0, 1 },
 	{ CACHE_REP_ERROR, sizeof(struct cache_rep_error), 1, 0, 1 },
 };
 
@@ -48,7 +49,8 @@ static int decode_payload(const struct type_rule *tr, const uint8_t *p,
 	switch (tr->type) {
 	case CACHE_REQ_LOAD:
 		memcpy(&msg->u.load, p, sizeof(msg->u.load));
-		if (msg->u.load.flags || msg->u.load.reserved)
+		if ((msg->u.load.flags & ~CACHE_REQ_HEARTBEAT) ||
+		    msg->u.load.reserved)
 			return refuse(why, "load request: unknown flags");
 		break;
 	case CACHE_REP_LOAD:
@@ -56,6 +58,11 @@ static int decode_payload(const struct type_rule *tr, const uint8_t *p,
 		if (msg->u.rep_load.view_length < msg->u.rep_load.file_size ||
 		    msg->u.rep_load.view_length % 4096)
 			return refuse(why, "load reply: view shorter than the file or not pages");
+		break;
+	case CACHE_REP_WAIT:
+		memcpy(&msg->u.wait, p, sizeof(msg->u.wait));
+		if (!msg->u.wait.interval_ms || msg->u.wait.reserved)
+			return refuse(why, "wait reply: no interval");
 		break;
 	case CACHE_REP_ERROR:
 		memcpy(&msg->u.error, p, sizeof(msg->u.error));

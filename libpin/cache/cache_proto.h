@@ -20,6 +20,7 @@
 #define CACHE_REQ_LIST		2U
 #define CACHE_REP_LOAD		0x81U	/* + a read-only view fd */
 #define CACHE_REP_LIST		0x82U
+#define CACHE_REP_WAIT		0x83U	/* still working on it: wait on */
 #define CACHE_REP_ERROR		0xffU
 
 /* Requests are small; a packet longer than this is refused whole. */
@@ -36,7 +37,19 @@ struct cache_hdr {
 };
 
 struct cache_req_load {
-	uint32_t flags;		/* none defined: 0 */
+	uint32_t flags;		/* CACHE_REQ_* */
+	uint32_t reserved;	/* 0 */
+};
+
+/*
+ * The asker waits with a deadline: while its request is in progress the
+ * service sends CACHE_REP_WAIT at once and then every interval, so that
+ * a client can tell a long load from a service that does not answer.
+ */
+#define CACHE_REQ_HEARTBEAT	(1U << 0)
+
+struct cache_rep_wait {
+	uint32_t interval_ms;	/* the next one comes within this */
 	uint32_t reserved;	/* 0 */
 };
 
@@ -63,6 +76,7 @@ struct cache_msg {
 		struct cache_req_load load;
 		struct cache_rep_load rep_load;
 		struct cache_rep_error error;
+		struct cache_rep_wait wait;
 	} u;
 	const char *text;	/* LIST, ERROR: into the packet, not terminated */
 	size_t text_len;
@@ -86,14 +100,28 @@ int cache_proto_encode_error(void *buf, size_t cap, int err,
 			     const char *text);
 
 /*
+ * Where the fds a receiver will not keep go. A client closes them; the
+ * service must not (closing a file a client chose can block: a lingering
+ * TCP socket, a FUSE file whose flush is never answered), so it hands
+ * them to a thread of their own.
+ */
+struct cache_fd_sink {
+	void (*drop)(int fd, void *arg);
+	void *arg;
+};
+
+/*
  * One packet over a SOCK_SEQPACKET socket with at most one fd. send:
  * fd < 0 for none; MSG_NOSIGNAL, flags added (MSG_DONTWAIT for the
  * service). recv: *fdp gets the fd (close-on-exec) or -1; a packet longer
- * than cap is -EMSGSIZE, more than one fd -EPROTO (every fd closed);
- * 0 bytes is -ECONNRESET (end of stream). Both restart on EINTR.
+ * than cap is -EMSGSIZE, more than one fd -EPROTO (every fd dropped);
+ * 0 bytes is -ECONNRESET (end of stream). Every fd a packet can carry
+ * (SCM_MAX_FD) is received, so the kernel never closes one in the
+ * receiver's context; those not kept go to sink (NULL: close). Both
+ * restart on EINTR.
  */
 int cache_msg_send(int sock, const void *buf, size_t len, int fd, int flags);
 int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
-		   int flags);
+		   int flags, const struct cache_fd_sink *sink);
 
 #endif /* PIN_CACHE_PROTO_H */
