@@ -103,8 +103,10 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  * pin_st_load: each file's region holds the whole file from its first byte
  * (header included), not only the data section, so that the region is a
  * copy of the file itself: pinmem-cached hands such regions out. Tensors'
- * region_offset then counts from the start of the file. Not for
- * pin_st_load_into (-EINVAL).
+ * region_offset then counts from the start of the file. With
+ * pin_st_load_into the image goes to region_off, and a file that does not
+ * fit the caller's region is refused before anything is read (-ENOSPC):
+ * pinmem-cached sizes the region by the file it was asked about.
  */
 #define PIN_ST_LOAD_WHOLE_FILE	(1U << 0)
 

@@ -282,7 +282,8 @@ static int check_fill_target(struct pin_st *ck, struct pin_region *r,
 
 /* Read file 0's data section into r at region_off (see pin_st.h). */
 static int fill_region(struct pin_st *ck, struct pin_region *r,
-		       uint64_t region_off, const struct pin_io_opts *o)
+		       uint64_t region_off, int whole,
+		       const struct pin_io_opts *o)
 {
 	struct st_file *sf = &ck->files[0];
 	struct pin__io_stats st;
@@ -299,8 +300,9 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 	ret = pin__st_read_header(ck, &f, 0);
 	if (ret)
 		goto out;
-	head = sf->data_start & (PIN_IO_ALIGN - 1);
-	span = pin_file_span(sf->data_start, sf->data_len);
+	/* Whole file: the image from byte 0, so the head is the header. */
+	head = whole ? sf->data_start : sf->data_start & (PIN_IO_ALIGN - 1);
+	span = pin_file_span(sf->data_start - head, head + sf->data_len);
 	ret = check_fill_target(ck, r, region_off, span, sf->path);
 	if (ret)
 		goto out;
@@ -374,9 +376,9 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	ret = pin__st_load_opts(ck, opts, &lo, &node, &flags);
 	if (ret)
 		return ret;
-	if (lo.region || lo.flags)
+	if (lo.region || (lo.flags & ~PIN_ST_LOAD_WHOLE_FILE))
 		return pin__st_fail(ck, -EINVAL,
-				    "%s: load into a region the caller has: no region options, no flags",
+				    "%s: load into a region the caller has: no region options, no flag but PIN_ST_LOAD_WHOLE_FILE",
 				    path);
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	if (!r || region_off % PIN_IO_ALIGN)
@@ -391,7 +393,8 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
 	ret = pin__st_add_file(ck, path);
 	if (!ret)
-		ret = fill_region(ck, r, region_off, &o);
+		ret = fill_region(ck, r, region_off,
+				  !!(lo.flags & PIN_ST_LOAD_WHOLE_FILE), &o);
 	if (!ret)
 		ret = pin__st_build_index(ck);
 	if (ret == -ENOMEM && !ck->err[0])

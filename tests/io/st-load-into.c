@@ -190,12 +190,23 @@ static void whole_file(struct pin_dev *dev, const char *path)
 	CHECK(t.data == map + t.region_offset, "tensor data at %p", t.data);
 	pin_st_close(ck);
 	CHECK(pin_region_close(r) == 0, "free");
-	/* Not into a caller's region; no flag beyond it. */
+	/* Into a caller's region: the image at the offset; too small: refused. */
 	ck = pin_st_create();
 	CHECK(pin_region_create(dev, 1 << 20, NULL, &r) == 0, "region");
-	CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
-	CHECK(strstr(pin_st_error(ck), "no flags"), "%s", pin_st_error(ck));
+	CHECK(pin_st_load_into(ck, r, 4096, path, &lo) == 0, "%s",
+	      pin_st_error(ck));
+	CHECK(pin_region_map(r, (void **)&map) == 0, "map");
+	CHECK(!memcmp(map + 4096, file, (size_t)sb.st_size),
+	      "load_into: the region is not the file from its first byte");
+	CHECK(pin_st_find(ck, "t", &t) == 0, "tensor t");
+	CHECK_EQ(t.region_offset, 4096 + sb.st_size - 4096);
+	pin_st_close(ck);
+	ck = pin_st_create();
+	CHECK_EQ(pin_st_load_into(ck, r, (1 << 20) - 4096, path, &lo), -ENOSPC);
+	CHECK_EQ(pin_st_count(ck), 0);
 	lo.flags = PIN_ST_LOAD_WHOLE_FILE << 1;
+	CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
+	CHECK(strstr(pin_st_error(ck), "flags 0x2"), "%s", pin_st_error(ck));
 	CHECK_EQ(pin_st_load(ck, dev, path, &lo), -EINVAL);
 	CHECK_EQ(pin_st_count(ck), 0);
 	pin_st_close(ck);
