@@ -2,16 +2,42 @@
 /*
  * pinmem-cached's entries as a table: size, age, idle time, the processes
  * mapping each (the kernel's holders on the device backend) and why an
- * entry cannot be evicted now.
+ * entry cannot be evicted now. The loop takes a snapshot; a thread of the
+ * LIST's own asks the kernel for holders (which takes each region's lock)
+ * and writes the text. A caller sees paths and processes as /proc would
+ * show them: its own uid's, or all for root.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <uapi/pinmem.h>
 
 #include "service.h"
 
 #define MAX_HOLDERS	64
+#define LIST_MAX	(60U << 10)
+
+/* One entry as the loop saw it, and a view fd to ask the kernel with. */
+struct list_item {
+	struct entry e;			/* a copy: no pointer into the store */
+	int visible;
+	int vfd;			/* a dup of the view's fd, or -1 */
+};
+
+struct list_job {
+	struct events *ev;
+	uint64_t conn_id;
+	uid_t caller;
+	char head[512];
+	struct list_item *items;
+	unsigned n;
+	int portable;
+};
 
 struct text {
 	char *buf;
@@ -33,86 +59,182 @@ static void put(struct text *t, const char *fmt, ...)
 			  t->len - t->off - 1;
 }
 
-/* The view mappings of a ready entry, as the kernel counts them. */
-static void put_clients(struct text *t, struct entry *e)
+/* The kernel's view holders of the item's region; -errno on failure. */
+static int holders_of(int vfd, struct pinmem_holder *h, unsigned cap)
 {
-	struct pin_holder h[MAX_HOLDERS];
-	int n, views = 0;
+	struct pinmem_holders q = {
+		.holders_ptr = (uintptr_t)h, .capacity = cap,
+		.record_size = sizeof(*h),
+	};
 
-	if (e->state != ENTRY_READY) {
-		put(t, "    clients: %u waiting for the load\n", e->waiters);
-		return;
-	}
-	h[0].size = sizeof(h[0]);
-	n = pin_region_holders(e->region, h, MAX_HOLDERS);
-	if (n == -EOPNOTSUPP) {
-		put(t, "    clients: not known (portable backend: the kernel does not count views)\n");
-		put(t, "    evict: %s\n", e->handoffs ? "no, being handed to a client" :
-		    "yes (drops the service's reference; clients keep their mappings)");
-		return;
-	}
+	if (ioctl(vfd, PINMEM_IOC_HOLDERS, &q) < 0)
+		return -errno;
+	return (int)q.count;
+}
+
+static void put_holders(struct text *t, const struct list_item *it,
+			uid_t caller)
+{
+	struct pinmem_holder h[MAX_HOLDERS];
+	int n = holders_of(it->vfd, h, MAX_HOLDERS), views = 0, hidden = 0;
+
 	if (n < 0) {
-		put(t, "    clients: holders: %s\n", pin_region_error(e->region));
+		put(t, "    clients: holders: %s\n", strerror(-n));
 		return;
 	}
 	for (int i = 0; i < n && i < MAX_HOLDERS; i++) {
-		if (h[i].kind != PIN_HOLDER_VIEW)
+		char comm[64];
+
+		if (h[i].kind != PINMEM_HOLDER_VIEW)
 			continue;
-		put(t, "%s pid %d (%.16s)", views++ ? "," : "    clients:",
-		    (int)h[i].pid, h[i].comm);
+		views++;
+		if (!entry_visible_pid(&it->e, (pid_t)h[i].tgid, caller)) {
+			hidden++;
+			continue;
+		}
+		escape_name(h[i].comm, strnlen(h[i].comm, sizeof(h[i].comm)),
+			    comm, sizeof(comm));
+		put(t, "%s pid %u (%s)", views - hidden > 1 ? "," : "    clients:",
+		    h[i].tgid, comm);
 	}
 	if (n > MAX_HOLDERS)
-		put(t, " and %d more", n - MAX_HOLDERS);
+		hidden += n - MAX_HOLDERS, views += n - MAX_HOLDERS;
+	if (hidden)
+		put(t, "%s%d of other users", views > hidden ? ", and " : "    clients: ",
+		    hidden);
 	put(t, "%s\n", views ? "" : "    clients: none mapping it");
-	if (views || e->handoffs)
+	if (views || it->e.handoffs)
 		put(t, "    evict: no, %s\n", views ? "mapped by the clients above" :
 		    "being handed to a client");
 	else
 		put(t, "    evict: yes\n");
 }
 
-/* How many entries were evicted, and what the last and slowest took. */
-static void put_evictions(struct text *t, const struct evictions *ev)
+static void put_clients(struct text *t, const struct list_item *it,
+			int portable, uid_t caller)
 {
-	char size[32];
-
-	if (!ev->count) {
-		put(t, "evictions: 0\n");
-		return;
+	if (it->e.state == ENTRY_LOADING) {
+		put(t, "    clients: %u waiting for the load\n", it->e.waiters);
+	} else if (it->e.state == ENTRY_EVICTING) {
+		put(t, "    evict: being evicted\n");
+	} else if (portable) {
+		put(t, "    clients: not known (portable backend: the kernel does not count views)\n");
+		put(t, "    evict: %s\n", it->e.handoffs ? "no, being handed to a client" :
+		    "yes (drops the service's reference; clients keep their mappings)");
+	} else {
+		put_holders(t, it, caller);
 	}
-	human_bytes(ev->last_bytes, size, sizeof(size));
-	put(t, "evictions: %llu; the last: %s, DONATE %.3f ms, release %.3f ms; the slowest %.3f ms\n",
-	    (unsigned long long)ev->count, size, (double)ev->last_donate_ns / 1e6,
-	    (double)ev->last_release_ns / 1e6, (double)ev->max_ns / 1e6);
 }
 
-int store_list(struct store *s, char *buf, size_t len)
+static void put_item(struct text *t, const struct list_item *it,
+		     int portable, uid_t caller, uint64_t now)
 {
-	struct text t = { .buf = buf, .len = len };
-	uint64_t now = now_ns();
-	char used[32], budget[32], size[32];
+	static const char *const states[] = { "loading", "ready", "evicting" };
+	char size[32];
 
-	buf[0] = '\0';
+	human_bytes(it->e.bytes, size, sizeof(size));
+	put(t, "%4llu %10s %7.1fs %7.1fs %-8s %s\n",
+	    (unsigned long long)it->e.id, size,
+	    (double)(now - it->e.born_ns) / 1e9,
+	    (double)(now - it->e.used_ns) / 1e9, states[it->e.state],
+	    it->visible ? it->e.name : "(a file of another user)");
+	put_clients(t, it, portable, caller);
+	if (it->e.evict_why[0])
+		put(t, "    last refused eviction: %s\n", it->e.evict_why);
+}
+
+static void *list_thread(void *arg)
+{
+	struct list_job *j = arg;
+	struct event *ev = event_new(EV_LISTED);
+	struct text t = { .len = LIST_MAX };
+	uint64_t now = now_ns();
+
+	t.buf = malloc(t.len);
+	if (t.buf) {
+		t.buf[0] = '\0';
+		put(&t, "%s", j->head);
+		for (unsigned i = 0; i < j->n; i++)
+			put_item(&t, &j->items[i], j->portable, j->caller, now);
+		if (t.off + 1 >= t.len)
+			memcpy(t.buf + t.len - 16, "\n... (cut)\n", 12);
+	}
+	for (unsigned i = 0; i < j->n; i++)
+		if (j->items[i].vfd >= 0)
+			close(j->items[i].vfd);
+	ev->conn_id = j->conn_id;
+	ev->text = t.buf;
+	ev->len = t.buf ? strlen(t.buf) : 0;
+	ev->err = t.buf ? 0 : ENOMEM;
+	events_post(j->ev, ev);
+	free(j->items);
+	free(j);
+	return NULL;
+}
+
+static void head_of(struct store *s, struct list_job *j)
+{
+	char used[32], budget[32];
+	const struct evictions *ev = &s->evictions;
+	size_t off;
+
 	human_bytes(s->used, used, sizeof(used));
 	human_bytes(s->budget, budget, sizeof(budget));
-	put(&t, "pinmem-cached: %s backend, %u entries, %s of %s budget, %llu loads\n",
-	    pin_backend_name(s->backend), s->count, used, budget,
-	    (unsigned long long)s->loads);
-	put_evictions(&t, &s->evictions);
-	put(&t, "%4s %10s %8s %8s %-8s %s\n", "ID", "SIZE", "AGE", "IDLE",
-	    "STATE", "FILE");
-	for (struct entry *e = s->head; e; e = e->next) {
-		human_bytes(e->bytes, size, sizeof(size));
-		put(&t, "%4llu %10s %7.1fs %7.1fs %-8s %s\n",
-		    (unsigned long long)e->id, size,
-		    (double)(now - e->born_ns) / 1e9,
-		    (double)(now - e->used_ns) / 1e9,
-		    e->state == ENTRY_READY ? "ready" : "loading", e->name);
-		put_clients(&t, e);
-		if (e->evict_why[0])
-			put(&t, "    last refused eviction: %s\n", e->evict_why);
+	off = (size_t)snprintf(j->head, sizeof(j->head),
+			       "pinmem-cached: %s backend, %u entries, %s of %s budget, %llu loads\n",
+			       pin_backend_name(s->backend), s->count, used, budget,
+			       (unsigned long long)s->loads);
+	if (!ev->count) {
+		off += (size_t)snprintf(j->head + off, sizeof(j->head) - off,
+					"evictions: 0\n");
+	} else {
+		human_bytes(ev->last_bytes, used, sizeof(used));
+		off += (size_t)snprintf(j->head + off, sizeof(j->head) - off,
+					"evictions: %llu; the last: %s, DONATE %.3f ms, release %.3f ms; the slowest %.3f ms\n",
+					(unsigned long long)ev->count, used,
+					(double)ev->last_donate_ns / 1e6,
+					(double)ev->last_release_ns / 1e6,
+					(double)ev->max_ns / 1e6);
 	}
-	if (t.off + 1 >= t.len && t.len > 16)
-		memcpy(buf + t.len - 16, "\n... (cut)\n", 12);
-	return (int)t.off;
+	snprintf(j->head + off, sizeof(j->head) - off, "%4s %10s %8s %8s %-8s %s\n",
+		 "ID", "SIZE", "AGE", "IDLE", "STATE", "FILE");
+}
+
+/* Snapshot the store for caller and start the LIST's thread. */
+int list_start(struct store *s, uint64_t conn_id, uid_t caller)
+{
+	struct list_job *j = calloc(1, sizeof(*j));
+	pthread_attr_t attr;
+	pthread_t t;
+	unsigned i = 0;
+	int ret;
+
+	if (!j || !(j->items = calloc(s->count + 1, sizeof(*j->items)))) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->ev = &s->ev;
+	j->conn_id = conn_id;
+	j->caller = caller;
+	j->portable = s->backend == PIN_BACKEND_PORTABLE;
+	head_of(s, j);
+	for (struct entry *e = s->head; e && i < s->count; e = e->next, i++) {
+		j->items[i].e = *e;
+		j->items[i].visible = caller == 0 || e->member->uid == caller;
+		j->items[i].vfd = e->state == ENTRY_READY && !j->portable ?
+				  dup(pin_view_fd(e->view)) : -1;
+	}
+	j->n = i;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, list_thread, j);
+	pthread_attr_destroy(&attr);
+	if (ret) {
+		for (i = 0; i < j->n; i++)
+			if (j->items[i].vfd >= 0)
+				close(j->items[i].vfd);
+		free(j->items);
+		free(j);
+	}
+	return -ret;
 }

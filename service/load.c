@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Loading one entry, in a thread of its own so that the event loop keeps
- * serving: the whole file image (header and data) into a region, checked
- * as safetensors, sealed, with one read-only view to hand out. The thread
- * owns the entry's load fields until it queues the entry as done.
+ * serving: the whole file image (header and data) into a region sized by
+ * the file the client asked about, checked as safetensors, sealed, with
+ * one read-only view to hand out. The thread owns the entry's load fields
+ * until it posts the entry as loaded; the client's fd then goes to its
+ * member's thread to be closed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +26,7 @@ static int fail(struct entry *e, int err, const char *fmt, const char *text)
 /*
  * Where the service cannot open the file by itself (it runs as its own
  * user; the client's permissions are what count), read from the client's
- * fd with pread into a region pinned whole first.
+ * fd with pread, never past the size the request was charged for.
  */
 static int read_from_fd(struct entry *e, uint64_t size)
 {
@@ -69,31 +71,11 @@ static int check_image(struct entry *e, uint64_t size)
 	return -ret;
 }
 
-/* The slow way, for a file only the client may open: pin, read, seal. */
-static int load_from_fd(struct entry *e, uint64_t size)
-{
-	int ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
-				    &(struct pin_region_opts){
-					.size = sizeof(struct pin_region_opts),
-					.flags = PIN_REGION_FALLBACK },
-				    &e->region);
-
-	if (ret)
-		return fail(e, -ret, "allocate: %s", pin_dev_error(e->dev));
-	ret = read_from_fd(e, size);
-	if (!ret)
-		ret = check_image(e, size);
-	if (ret)
-		return ret;
-	pin_region_unmap(e->region);
-	ret = pin_region_seal(e->region);
-	return ret ? fail(e, -ret, "seal: %s", pin_region_error(e->region)) : 0;
-}
-
 /*
- * libpin's loader, which pins the region under the reads (as fast as a
- * process's own load), the region a copy of the whole file and sealed.
- * EACCES: the service may not open the file itself (load_from_fd then).
+ * libpin's loader (io_uring, O_DIRECT where allowed) into the region this
+ * thread made: a file that has grown since the request does not fit and
+ * is refused before anything is read. EACCES: the service may not open
+ * the file itself (read_from_fd then).
  */
 static int load_whole_file(struct entry *e)
 {
@@ -107,32 +89,63 @@ static int load_whole_file(struct entry *e)
 	if (!st)
 		return fail(e, ENOMEM, "%s", "out of memory");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", e->file_fd);
-	ret = pin_st_load(st, e->dev, path, &lo);
-	if (ret && ret != -EACCES && ret != -EPERM)
+	ret = pin_st_load_into(st, e->region, 0, path, &lo);
+	if (ret == -ENOSPC)
+		snprintf(e->errtext, sizeof(e->errtext), "%.150s: the file changed between the request and the load (it no longer fits the size it was asked with)",
+			 e->name);
+	else if (ret && ret != -EACCES && ret != -EPERM)
 		/* Named by the path the file had when first asked for. */
 		snprintf(e->errtext, sizeof(e->errtext), "%.150s: %.350s",
 			 e->name, pin_st_error(st));
-	if (!ret)
-		e->region = pin_st_take_region(st, 0);
 	pin_st_close(st);
 	if (ret == -EACCES || ret == -EPERM)
 		return EACCES;
-	if (!ret && !e->region)
-		return fail(e, EIO, "%s", "load: no region");
-	return -ret;
+	return ret == -ENOSPC ? ESTALE : -ret;
 }
 
-/* The file must not have changed while it was loaded. */
-static int check_unchanged(struct entry *e)
+/* The file must be the one asked about: before the load, and after. */
+static int check_unchanged(struct entry *e, const char *when)
 {
 	struct cache_key now;
 
 	if (key_of_fd(e->file_fd, &now, e->errtext, sizeof(e->errtext)))
 		return EIO;
-	if (!key_equal(&now, &e->key))
-		return fail(e, ESTALE, "%s: the file changed while it was loaded",
-			    e->name);
+	if (!key_equal(&now, &e->key)) {
+		snprintf(e->errtext, sizeof(e->errtext), "%.200s: the file changed %s",
+			 e->name, when);
+		return ESTALE;
+	}
 	return 0;
+}
+
+/* The region: exactly what was charged, pinned before the reads. */
+static int make_region(struct entry *e, uint64_t size)
+{
+	int ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
+				    &(struct pin_region_opts){
+					.size = sizeof(struct pin_region_opts),
+					.flags = PIN_REGION_FALLBACK },
+				    &e->region);
+
+	return ret ? fail(e, -ret, "allocate: %s", pin_dev_error(e->dev)) : 0;
+}
+
+static int fill_and_seal(struct entry *e, uint64_t size)
+{
+	int ret = load_whole_file(e);
+
+	if (ret == EACCES) {
+		ret = read_from_fd(e, size);
+		if (!ret)
+			ret = check_image(e, size);
+	}
+	if (!ret)
+		ret = check_unchanged(e, "while it was loaded");
+	if (ret)
+		return ret;
+	pin_region_unmap(e->region);
+	ret = pin_region_seal(e->region);
+	return ret ? fail(e, -ret, "seal: %s", pin_region_error(e->region)) : 0;
 }
 
 static int load_entry(struct entry *e)
@@ -148,16 +161,17 @@ static int load_entry(struct entry *e)
 	if (size < 8)
 		return fail(e, EINVAL, "%s: shorter than the 8-byte header length: not a safetensors file",
 			    e->name);
+	ret = check_unchanged(e, "between the request and the load");
+	if (ret)
+		return ret;
 	ret = pin_dev_open(&e->dev, e->backend, &(struct pin_dev_opts){
 		.size = sizeof(struct pin_dev_opts), .why = e->errtext,
 		.why_len = sizeof(e->errtext) });
 	if (ret)
 		return -ret;
-	ret = load_whole_file(e);
-	if (ret == EACCES)
-		ret = load_from_fd(e, size);
+	ret = make_region(e, size);
 	if (!ret)
-		ret = check_unchanged(e);
+		ret = fill_and_seal(e, size);
 	if (ret)
 		return ret;
 	/* The whole region: a hugetlb memfd's views must be 2 MiB multiples. */
@@ -168,22 +182,19 @@ static int load_entry(struct entry *e)
 	return 0;
 }
 
-/* The load's thread: load, then queue the entry for the loop. */
+/* The load's thread: load, hand the fd to be closed, tell the loop. */
 static void *load_thread(void *arg)
 {
 	struct entry *e = arg;
-	struct store *s = e->owner;
-	uint64_t one = 1;
+	struct event *ev = event_new(EV_LOADED);
 
 	e->err = load_entry(e);
-	close(e->file_fd);
+	if (e->err)
+		entry_release(e);
+	member_drop_fd(e->member, e->file_fd);
 	e->file_fd = -1;
-	pthread_mutex_lock(&s->lock);
-	e->done_next = s->done;
-	s->done = e;
-	pthread_mutex_unlock(&s->lock);
-	if (write(s->done_efd, &one, sizeof(one)) < 0)
-		perror("pinmem-cached: eventfd");
+	ev->entry = e;
+	events_post(&e->owner->ev, ev);
 	return NULL;
 }
 
@@ -199,18 +210,4 @@ int load_start(struct store *s, struct entry *e)
 	ret = pthread_create(&t, &attr, load_thread, e);
 	pthread_attr_destroy(&attr);
 	return -ret;
-}
-
-/* One completed load, or NULL when none is left (the loop reads the
- * eventfd first, then takes until NULL). */
-struct entry *load_take_done(struct store *s)
-{
-	struct entry *e;
-
-	pthread_mutex_lock(&s->lock);
-	e = s->done;
-	if (e)
-		s->done = e->done_next;
-	pthread_mutex_unlock(&s->lock);
-	return e;
 }

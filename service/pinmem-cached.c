@@ -5,7 +5,8 @@
  *
  *   pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]
  *                 [--backend auto|device|portable] [--client-timeout S]
- *                 [--max-clients N]
+ *                 [--load-timeout S] [--max-clients N] [--user-share PERCENT]
+ *                 [--user-clients N] [--user-loads N]
  *   pinmem-cached --list [--socket PATH]
  *
  * Under systemd the socket comes from socket activation; otherwise it is
@@ -31,11 +32,16 @@ static void usage(FILE *f)
 {
 	fputs("usage: pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]\n"
 	      "                     [--backend auto|device|portable] [--client-timeout SECONDS]\n"
-	      "                     [--max-clients N]\n"
+	      "                     [--load-timeout SECONDS] [--max-clients N]\n"
+	      "                     [--user-share PERCENT] [--user-clients N] [--user-loads N]\n"
 	      "       pinmem-cached --list [--socket PATH]\n"
 	      "SIZE takes K, M, G, T suffixes; the budget is the smaller of SIZE and\n"
 	      "PERCENT (1..100) of RAM (default: 50% of RAM). SECONDS: 1..86400\n"
-	      "(default 10); N: 1..1000000 (default 4096, at most half the fd limit).\n"
+	      "(client default 10, load default 1800); --max-clients N: 1..1000000\n"
+	      "(default 4096, at most half the fd limit). One user (uid) may hold\n"
+	      "--user-share PERCENT of the budget (1..100, default 50), keep\n"
+	      "--user-clients connections open (default 64) and have --user-loads\n"
+	      "loads in flight (default 4).\n"
 	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 --list: no daemon there.\n", f);
 }
 
@@ -72,6 +78,7 @@ struct options {
 	unsigned percent;
 	int backend;
 	int list;
+	unsigned share_percent;
 	struct loop_opts loop;
 };
 
@@ -84,6 +91,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "backend", required_argument, NULL, 'B' },
 		{ "client-timeout", required_argument, NULL, 't' },
 		{ "max-clients", required_argument, NULL, 'm' },
+		{ "load-timeout", required_argument, NULL, 'T' },
+		{ "user-share", required_argument, NULL, 'u' },
+		{ "user-clients", required_argument, NULL, 'c' },
+		{ "user-loads", required_argument, NULL, 'L' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -123,6 +134,26 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_u64("--max-clients", optarg, 1, 1000000, &v))
 				return -EINVAL;
 			o->loop.max_clients = (unsigned)v;
+			break;
+		case 'T':
+			if (parse_u64("--load-timeout", optarg, 1, 86400, &v))
+				return -EINVAL;
+			o->loop.load_timeout_ms = (int)v * 1000;
+			break;
+		case 'u':
+			if (parse_u64("--user-share", optarg, 1, 100, &v))
+				return -EINVAL;
+			o->share_percent = (unsigned)v;
+			break;
+		case 'c':
+			if (parse_u64("--user-clients", optarg, 1, 1000000, &v))
+				return -EINVAL;
+			o->loop.member.max_clients = (unsigned)v;
+			break;
+		case 'L':
+			if (parse_u64("--user-loads", optarg, 1, 1024, &v))
+				return -EINVAL;
+			o->loop.member.max_loads = (unsigned)v;
 			break;
 		case 'l': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -169,8 +200,16 @@ static int pick_backend(int want, char *why, size_t len)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .loop = { 10000, 4096 } };
-	char why[512], b[32];
+	struct options o = {
+		.share_percent = 50,
+		.loop = {
+			.client_timeout_ms = 10000, .load_timeout_ms = 1800000,
+			.max_clients = 4096,
+			.member = { .max_clients = 64, .max_loads = 4,
+				    .max_pending_fds = 64 },
+		},
+	};
+	char why[512], b[32], share[32];
 	uint64_t budget;
 	int lfds[16], n, backend, ret;
 
@@ -183,6 +222,7 @@ int main(int argc, char **argv)
 	budget = ram_bytes() / 100 * (o.percent ? o.percent : 50);
 	if (o.budget && (o.budget < budget || !o.percent))
 		budget = o.budget;
+	o.loop.member.share = budget / 100 * o.share_percent;
 	fit_fd_limit(&o.loop);
 	backend = pick_backend(o.backend, why, sizeof(why));
 	if (backend < 0) {
@@ -206,8 +246,9 @@ int main(int argc, char **argv)
 	if (ret)
 		return 1;
 	human_bytes(budget, b, sizeof(b));
-	fprintf(stderr, "pinmem-cached: serving, budget %s, %s; starting empty\n",
-		b, why);
+	human_bytes(o.loop.member.share, share, sizeof(share));
+	fprintf(stderr, "pinmem-cached: serving, budget %s (one user's share %s), %s; starting empty\n",
+		b, share, why);
 	ret = loop_run(&s, lfds, n, &o.loop);
 	store_fini(&s);
 	if (ret)

@@ -2,8 +2,15 @@
 /*
  * pinmem-cached: one pinned copy of a checkpoint per host. The types its
  * files share: an entry (one file's identity and its sealed region), the
- * store (the entries, least recently used last, and the budget), and a
- * connection of the event loop.
+ * store (the entries, least recently used last, and the budget), a member
+ * (one uid's share of the service, and the thread that touches its fds),
+ * the events threads hand the loop, and the loop's options.
+ *
+ * The rule that keeps one client from stalling the others: the event loop
+ * never calls anything that can block on what a client controls. A
+ * client's fd (a FUSE file, a lingering TCP socket) is keyed and closed by
+ * its member's thread, loaded by a loading thread; evictions and the
+ * kernel's HOLDERS, which take a region's lock, run in threads too.
  */
 #ifndef PINMEM_CACHED_H
 #define PINMEM_CACHED_H
@@ -16,16 +23,30 @@
 
 #include <pin.h>
 
-/* A file's identity: what fstat says, never its path. */
+/* A file's identity: what fstat, statx and statfs say, never its path. */
 struct cache_key {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
 	struct timespec ctime;
+	struct timespec btime;		/* 0 where the file system has none */
+	uint64_t fsid;			/* statfs f_fsid: which file system */
 };
 
-enum entry_state { ENTRY_LOADING, ENTRY_READY };
+enum entry_state { ENTRY_LOADING, ENTRY_READY, ENTRY_EVICTING };
+
+/* A process the view was handed to, so that lists name it to its user. */
+struct seen_pid {
+	pid_t pid;
+	uid_t uid;
+};
+
+#define ENTRY_SEEN	32
+#define ENTRY_HOLDERS	8
+#define NAME_LEN	256
+
+struct member;
 
 struct entry {
 	struct entry *prev, *next;	/* the store's list, most recent first */
@@ -36,11 +57,18 @@ struct entry {
 	uint64_t born_ns, used_ns;	/* CLOCK_MONOTONIC */
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
-	char name[160];			/* the path as first seen, for lists */
-	char evict_why[256];		/* the last refused eviction */
+	struct member *member;		/* whose load it was: charged to it */
+	char name[NAME_LEN];		/* the path as first seen, escaped */
+	char evict_why[128];		/* the last refused eviction */
+	uint64_t evict_failed_ns;
+	struct seen_pid seen[ENTRY_SEEN];	/* a ring */
+	unsigned nseen;
+	struct seen_pid holders[ENTRY_HOLDERS];	/* at the refusal (uid unused) */
+	char holder_comm[ENTRY_HOLDERS][16];
+	unsigned nholders;
 
-	/* Written by the loading thread alone until it completes. */
-	int file_fd;			/* the first asker's fd, duplicated */
+	/* Written by the loading or evicting thread alone while it runs. */
+	int file_fd;			/* the first asker's fd */
 	int backend;
 	struct pin_dev *dev;
 	struct pin_region *region;
@@ -48,7 +76,6 @@ struct entry {
 	uint64_t view_length;
 	int err;			/* positive errno when the load failed */
 	char errtext[512];
-	struct entry *done_next;	/* the completion queue */
 	struct store *owner;
 };
 
@@ -60,6 +87,56 @@ struct evictions {
 	uint64_t max_ns;		/* the slowest, DONATE and release */
 };
 
+/* Threads tell the loop what they did through these, and an eventfd. */
+enum event_kind { EV_KEYED, EV_LOADED, EV_EVICTED, EV_LISTED };
+
+struct event {
+	struct event *next;
+	enum event_kind kind;
+	uint64_t conn_id;		/* KEYED, LISTED */
+	uid_t uid;			/* KEYED: whose fd */
+	struct entry *entry;		/* LOADED, EVICTED */
+	int err;			/* positive errno, or 0 */
+	int fd;				/* KEYED: the client's fd, or -1 */
+	struct cache_key key;		/* KEYED */
+	char name[NAME_LEN];		/* KEYED */
+	char why[256];			/* KEYED, EVICTED: when err */
+	uint64_t donate_ns, release_ns;	/* EVICTED */
+	struct seen_pid holders[ENTRY_HOLDERS];	/* EVICTED: refused by */
+	char holder_comm[ENTRY_HOLDERS][16];
+	unsigned nholders;
+	char *text;			/* LISTED, malloc'd */
+	size_t len;
+};
+
+struct events {
+	pthread_mutex_t lock;
+	struct event *head, *tail;
+	int efd;			/* eventfd the loop polls */
+};
+
+struct member_opts {
+	uint64_t share;			/* bytes of the budget one uid may hold */
+	unsigned max_clients;		/* connections of one uid */
+	unsigned max_loads;		/* loads of one uid in flight */
+	unsigned max_pending_fds;	/* its fds still to key or close */
+};
+
+/* One uid's share of the service, and the thread that touches its fds. */
+struct member {
+	struct member *next;
+	uid_t uid;
+	unsigned conns;			/* the loop's counts */
+	unsigned loads;
+	uint64_t bytes;			/* charged for the entries it loaded */
+
+	pthread_mutex_t lock;		/* the fd queue, shared with the thread */
+	struct fd_job *jobs, *last;
+	unsigned queued;		/* jobs not yet done */
+	int running;
+	struct events *ev;
+};
+
 struct store {
 	struct entry *head, *tail;
 	unsigned count;
@@ -69,32 +146,65 @@ struct store {
 	int backend;			/* PIN_BACKEND_* the loads ask for */
 	uint64_t loads;			/* files loaded since start */
 	struct evictions evictions;
-
-	/* Completed loads, handed from loading threads to the loop. */
-	pthread_mutex_t lock;
-	struct entry *done;
-	int done_efd;			/* eventfd the loop polls */
+	struct events ev;
 };
 
 uint64_t now_ns(void);
 void human_bytes(uint64_t n, char *buf, size_t len);
+void escape_name(const char *in, size_t n, char *out, size_t len);
+
+/* events.c */
+int events_init(struct events *ev);
+void events_fini(struct events *ev);
+void events_post(struct events *ev, struct event *e);
+struct event *events_take(struct events *ev);
+struct event *event_new(enum event_kind kind);
+void event_free(struct event *e);
+
+/* key.c */
+int key_of_fd(int fd, struct cache_key *k, char *why, size_t len);
+int key_equal(const struct cache_key *a, const struct cache_key *b);
+
+/* member.c */
+struct member *member_get(struct member **list, uid_t uid,
+			  struct events *ev);
+void member_key(struct member *m, int fd, uint64_t conn_id);
+void member_drop_fd(struct member *m, int fd);
+unsigned member_pending(struct member *m);
+void members_sweep(struct member **list);
+void members_fini(struct member **list);
 
 /* store.c */
 int store_init(struct store *s, uint64_t budget, int backend);
 void store_fini(struct store *s);
-int key_of_fd(int fd, struct cache_key *k, char *why, size_t len);
-int key_equal(const struct cache_key *a, const struct cache_key *b);
 struct entry *store_find(struct store *s, const struct cache_key *k);
 void store_touch(struct store *s, struct entry *e);
-int store_make_room(struct store *s, uint64_t need, char *why, size_t len);
 struct entry *store_add(struct store *s, const struct cache_key *k,
-			uint64_t charge);
-void store_remove(struct store *s, struct entry *e);
-int store_list(struct store *s, char *buf, size_t len);
+			uint64_t charge, struct member *m);
+void store_forget(struct store *s, struct entry *e);
+void entry_release(struct entry *e);
+void entry_saw(struct entry *e, pid_t pid, uid_t uid);
+int entry_visible_pid(const struct entry *e, pid_t pid, uid_t caller);
+
+/* evict.c */
+struct room {
+	uint64_t need;
+	struct member *member;
+	uint64_t since_ns;		/* refusals after this are final */
+};
+int room_plan(struct store *s, const struct room *r,
+	      const struct member_opts *mo);
+int evict_start(struct store *s, struct entry *e);
+void evict_done(struct store *s, struct event *ev);
+void room_refusal(struct store *s, const struct room *r,
+		  const struct member_opts *mo, uid_t caller,
+		  char *why, size_t len);
 
 /* load.c */
 int load_start(struct store *s, struct entry *e);
-struct entry *load_take_done(struct store *s);
+
+/* list.c */
+int list_start(struct store *s, uint64_t conn_id, uid_t caller);
 
 /* listen.c */
 int listen_fds_from_systemd(int *fds, int max);
@@ -103,7 +213,9 @@ int listen_on_path(const char *path);
 /* loop.c */
 struct loop_opts {
 	int client_timeout_ms;
+	int load_timeout_ms;		/* a waiting connection's deadline */
 	unsigned max_clients;
+	struct member_opts member;
 };
 int loop_run(struct store *s, const int *lfds, int nlfds,
 	     const struct loop_opts *o);

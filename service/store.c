@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The entries pinmem-cached holds: found by a file's identity, kept most
- * recently used first, and evicted from the other end only when the
- * kernel agrees (pin_region_donate with no wait), so a client that maps a view
- * makes an eviction fail, never itself.
+ * recently used first, each charged to the budget and to the member whose
+ * request loaded it. The loop alone changes the list; an entry's pinned
+ * resources are freed by the thread that loads or evicts it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "service.h"
@@ -33,95 +31,71 @@ void human_bytes(uint64_t n, char *buf, size_t len)
 		snprintf(buf, len, "%llu KiB", (unsigned long long)(n >> 10));
 }
 
+/*
+ * A name for a table a person reads: bytes outside printable ASCII, and
+ * the backslash, as \xNN, so that no name moves a terminal's cursor or
+ * starts a line of its own. Cut to fit, never mid-escape.
+ */
+void escape_name(const char *in, size_t n, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o + 5 < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\')
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, len - o, "\\x%02x", c);
+	}
+	if (len)
+		out[o < len ? o : len - 1] = '\0';
+}
+
 int store_init(struct store *s, uint64_t budget, int backend)
 {
 	memset(s, 0, sizeof(*s));
 	s->budget = budget;
 	s->backend = backend;
 	s->next_id = 1;
-	s->done_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (s->done_efd < 0)
-		return -errno;
-	pthread_mutex_init(&s->lock, NULL);
-	return 0;
+	return events_init(&s->ev);
 }
 
-static void entry_free(struct entry *e)
+/* The pinned resources: by the thread that owns them, or at exit. */
+void entry_release(struct entry *e)
 {
 	pin_view_close(e->view);
+	e->view = NULL;
 	if (e->region)
 		pin_region_close(e->region);
+	e->region = NULL;
 	pin_dev_close(e->dev);
-	if (e->file_fd >= 0)
-		close(e->file_fd);
-	free(e);
+	e->dev = NULL;
 }
 
 /*
- * At exit: loads still running keep their entries (the process ends with
- * them); loads done but not yet seen by the loop are freed like the rest.
+ * At exit: ready entries are freed; those a thread still loads or evicts
+ * stay with it (the process ends with them).
  */
 void store_fini(struct store *s)
 {
 	struct entry *e, *next;
 
-	pthread_mutex_lock(&s->lock);
-	for (e = s->done; e; e = e->done_next)
-		e->state = ENTRY_READY;
-	s->done = NULL;
-	pthread_mutex_unlock(&s->lock);
 	for (e = s->head; e; e = next) {
 		next = e->next;
-		if (e->state == ENTRY_READY)
-			entry_free(e);
+		if (e->state == ENTRY_READY) {
+			entry_release(e);
+			free(e);
+		}
 	}
-	close(s->done_efd);
+	s->head = s->tail = NULL;
 }
 
-/*
- * The identity of the file open at fd. The fd must be open for reading
- * (an O_PATH fd proves nothing about the sender's right to read) and name
- * a regular file.
- */
-int key_of_fd(int fd, struct cache_key *k, char *why, size_t len)
-{
-	struct stat st;
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0)
-		return snprintf(why, len, "fcntl: %s", strerror(errno)), -EBADF;
-	if ((fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) {
-		snprintf(why, len, "the fd is not open for reading (O_PATH or write-only): open the checkpoint with O_RDONLY");
-		return -EACCES;
-	}
-	if (fstat(fd, &st) < 0)
-		return snprintf(why, len, "fstat: %s", strerror(errno)), -errno;
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(why, len, "the fd is not a regular file");
-		return -EINVAL;
-	}
-	memset(k, 0, sizeof(*k));
-	k->dev = st.st_dev;
-	k->ino = st.st_ino;
-	k->size = st.st_size;
-	k->mtime = st.st_mtim;
-	k->ctime = st.st_ctim;
-	return 0;
-}
-
-int key_equal(const struct cache_key *a, const struct cache_key *b)
-{
-	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec &&
-	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
-	       a->ctime.tv_sec == b->ctime.tv_sec &&
-	       a->ctime.tv_nsec == b->ctime.tv_nsec;
-}
-
+/* The entry holding the file with key k; entries on their way out never. */
 struct entry *store_find(struct store *s, const struct cache_key *k)
 {
 	for (struct entry *e = s->head; e; e = e->next)
-		if (key_equal(&e->key, k))
+		if (e->state != ENTRY_EVICTING && key_equal(&e->key, k))
 			return e;
 	return NULL;
 }
@@ -158,7 +132,7 @@ void store_touch(struct store *s, struct entry *e)
 }
 
 struct entry *store_add(struct store *s, const struct cache_key *k,
-			uint64_t charge)
+			uint64_t charge, struct member *m)
 {
 	struct entry *e = calloc(1, sizeof(*e));
 
@@ -171,90 +145,45 @@ struct entry *store_add(struct store *s, const struct cache_key *k,
 	e->born_ns = e->used_ns = now_ns();
 	e->file_fd = -1;
 	e->backend = s->backend;
+	e->owner = s;
+	e->member = m;
 	push_front(s, e);
 	s->count++;
 	s->used += charge;
+	m->bytes += charge;
 	return e;
 }
 
-void store_remove(struct store *s, struct entry *e)
+/* Unlink and uncharge an entry whose resources are already released. */
+void store_forget(struct store *s, struct entry *e)
 {
 	unlink_entry(s, e);
 	s->count--;
 	s->used -= e->bytes;
-	entry_free(e);
+	e->member->bytes -= e->bytes;
+	free(e);
 }
 
-static void count_eviction(struct evictions *ev, uint64_t bytes,
-			   uint64_t donate_ns, uint64_t release_ns)
+/* A client that was handed e's view, so that tables name it to its user. */
+void entry_saw(struct entry *e, pid_t pid, uid_t uid)
 {
-	ev->count++;
-	ev->last_bytes = bytes;
-	ev->last_donate_ns = donate_ns;
-	ev->last_release_ns = release_ns;
-	if (donate_ns + release_ns > ev->max_ns)
-		ev->max_ns = donate_ns + release_ns;
+	e->seen[e->nseen++ % ENTRY_SEEN] = (struct seen_pid){ pid, uid };
 }
 
 /*
- * Ask the kernel to take e back: a donation with no wait succeeds only
- * when no view of it is mapped. On the portable backend there is nobody
- * to ask; the service drops its reference and the memory lives on while
- * any client maps it. Timed: the DONATE, and the release of the pages
- * when the region is closed (both inside the load that needs the room).
+ * Whether the process pid, mapping e, may be named to caller: root sees
+ * all, as /proc does for CAP_SYS_PTRACE; others see the processes of their
+ * own uid that e was handed to. A process the service never served (a
+ * child of a client) is named to root alone.
  */
-static int try_evict(struct store *s, struct entry *e)
+int entry_visible_pid(const struct entry *e, pid_t pid, uid_t caller)
 {
-	uint64_t t0, t1, bytes;
-	int ret;
+	unsigned n = e->nseen < ENTRY_SEEN ? e->nseen : ENTRY_SEEN;
 
-	if (e->state != ENTRY_READY || e->waiters || e->handoffs) {
-		snprintf(e->evict_why, sizeof(e->evict_why), "%s",
-			 e->state != ENTRY_READY ? "loading" :
-			 "being handed to a client");
-		return -EBUSY;
-	}
-	t0 = now_ns();
-	ret = pin_region_donate(e->region, 0);
-	if (ret && ret != -EOPNOTSUPP) {
-		snprintf(e->evict_why, sizeof(e->evict_why), "%s",
-			 pin_region_error(e->region));
-		return ret;
-	}
-	t1 = now_ns();
-	bytes = e->bytes;
-	store_remove(s, e);
-	count_eviction(&s->evictions, bytes, t1 - t0, now_ns() - t1);
+	if (caller == 0)
+		return 1;
+	for (unsigned i = 0; i < n; i++)
+		if (e->seen[i].pid == pid && e->seen[i].uid == caller)
+			return 1;
 	return 0;
-}
-
-/*
- * Evict least recently used entries until need more bytes fit the
- * budget. -ENOSPC, with the reasons in why, when they do not.
- */
-int store_make_room(struct store *s, uint64_t need, char *why, size_t len)
-{
-	char a[32], b[32];
-	struct entry *e, *prev;
-	size_t off;
-
-	human_bytes(need, a, sizeof(a));
-	human_bytes(s->budget, b, sizeof(b));
-	if (need > s->budget) {
-		snprintf(why, len, "over budget: the file needs %s, the service's budget is %s",
-			 a, b);
-		return -ENOSPC;
-	}
-	for (e = s->tail; e && s->used + need > s->budget; e = prev) {
-		prev = e->prev;
-		try_evict(s, e);
-	}
-	if (s->used + need <= s->budget)
-		return 0;
-	off = (size_t)snprintf(why, len, "over budget: the file needs %s of %s and nothing more can be evicted:",
-			       a, b);
-	for (e = s->tail; e && off < len; e = e->prev)
-		off += (size_t)snprintf(why + off, len - off, " entry %llu: %s;",
-					(unsigned long long)e->id, e->evict_why);
-	return -ENOSPC;
 }
