@@ -15,7 +15,7 @@ CACHED		:= $(B)/sbin/pinmem-cached
 all: $(CACHED)
 
 $(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
-		libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
+		service/loop.h libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
 		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ $(SERVICE_SRCS) \
@@ -28,7 +28,7 @@ SYSUSERSDIR	?= /usr/lib/sysusers.d
 CACHED_SAN	:= $(B)/sbin-san/pinmem-cached
 all: $(CACHED_SAN) $(B)/tests/cache-san/cache-client
 $(CACHED_SAN): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
-		libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
+		service/loop.h libpin/cache/cache_proto.h libpin/internal.h include/pin_cache.h \
 		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ \

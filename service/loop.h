@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * pinmem-cached's connections, as the event loop (loop.c), the requests
+ * that wait for room (room.c) and the connection primitives (conn.c)
+ * share them. Everything here runs on the loop's thread alone.
+ */
+#ifndef PINMEM_CACHED_LOOP_H
+#define PINMEM_CACHED_LOOP_H
+
+#include "service.h"
+
+#define BEAT_MS		1000U	/* CACHE_REP_WAIT at least this often */
+#define TICK_MS		250	/* the loop's wake-up for deadlines, beats */
+#define MAX_DRAIN	100000	/* packets read from a closing connection */
+
+enum conn_state {
+	CONN_NEW,		/* no request yet */
+	CONN_KEYING,		/* its fd with the member's thread */
+	CONN_ROOM,		/* keyed; waiting for evictions to make room */
+	CONN_WAITING,		/* for a load */
+	CONN_LISTING,		/* for the LIST's thread */
+	CONN_HOLDING,		/* handed the view; until the client goes */
+};
+
+struct conn {
+	int kind;			/* WATCH_CONN; first, as in struct watch */
+	int fd;
+	struct conn *prev, *next;
+	struct conn *room_next;		/* the FIFO of CONN_ROOM */
+	enum conn_state state;
+	uint64_t id;
+	struct member *member;
+	struct entry *entry;		/* waited for, or handed over */
+	uint64_t deadline_ns;
+	uint64_t beat_ns;		/* the next CACHE_REP_WAIT; 0: not asked */
+	int heartbeat;
+	pid_t pid;
+	uid_t uid;
+	/* CONN_ROOM: the keyed file, not yet loading. */
+	int file_fd;
+	struct cache_key key;
+	char name[NAME_LEN];
+	uint64_t since_ns;
+};
+
+enum { WATCH_LISTEN, WATCH_EVENTS, WATCH_SIGNAL, WATCH_CONN };
+
+struct watch {
+	int kind;
+	int fd;
+};
+
+struct loop {
+	struct store *s;
+	const struct loop_opts *o;
+	int ep;
+	struct conn *conns;
+	struct conn *dead;		/* closed during this batch */
+	struct conn *rooms;		/* CONN_ROOM, oldest first */
+	struct member *members;
+	unsigned nconns;
+	uint64_t next_id;
+	int stop;
+	uint8_t *rep;			/* CACHE_MAX_REPLY bytes */
+	struct watch *lws;		/* the listening sockets' watches */
+	int nlws;
+	uint64_t paused_until_ns;	/* out of fds: not accepting until */
+};
+
+/* conn.c */
+uint64_t after_ms(uint64_t ms);
+void sink_drop(int fd, void *arg);
+void discard_socket(int fd, struct member *m);
+void room_unlink(struct loop *l, struct conn *c);
+void conn_close(struct loop *l, struct conn *c);
+void free_dead(struct loop *l);
+struct conn *conn_by_id(struct loop *l, uint64_t id);
+void conn_error(struct loop *l, struct conn *c, int err, const char *text);
+void send_wait(struct loop *l, struct conn *c);
+void conn_hand_over(struct loop *l, struct conn *c, struct entry *e,
+		    int fresh);
+void conn_join(struct loop *l, struct conn *c, struct entry *e);
+
+/* room.c */
+void keyed(struct loop *l, struct event *ev);
+void retry_rooms(struct loop *l);
+
+#endif /* PINMEM_CACHED_LOOP_H */
