@@ -34,15 +34,16 @@ static void key_job(struct member *m, struct fd_job *j)
 	ev->uid = m->uid;
 	ret = key_of_fd(j->fd, &ev->key, ev->why, sizeof(ev->why));
 	if (ret) {
+		/* The answer first: the close may never return. */
 		ev->err = -ret;
+		events_post(m->ev, ev);
 		close(j->fd);
-	} else {
-		ev->fd = j->fd;
-		snprintf(link, sizeof(link), "/proc/self/fd/%d", j->fd);
-		n = readlink(link, name, sizeof(name) - 1);
-		escape_name(name, n > 0 ? (size_t)n : 0, ev->name,
-			    sizeof(ev->name));
+		return;
 	}
+	ev->fd = j->fd;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", j->fd);
+	n = readlink(link, name, sizeof(name) - 1);
+	escape_name(name, n > 0 ? (size_t)n : 0, ev->name, sizeof(ev->name));
 	events_post(m->ev, ev);
 }
 

@@ -132,6 +132,17 @@ static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
 	return 0;
 }
 
+/*
+ * Errors that say the service will not serve this request, not that the
+ * file is bad: no room (budget or the user's share), busy (the user's
+ * connections or loads), a file it does not cache (a file system whose
+ * identity it cannot trust). The caller loads privately.
+ */
+static int service_declined(int err)
+{
+	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP;
+}
+
 /* Interpret a reply: 0 and the view mapped, or ask_service's codes. */
 static int take_reply(struct pin_cache_ck *c, const char *path,
 		      const struct cache_msg *msg, int ret, int vfd,
@@ -141,12 +152,15 @@ static int take_reply(struct pin_cache_ck *c, const char *path,
 		return map_view(c, &msg->u.rep_load, vfd, why, len);
 	if (ret == 0 && msg->type == CACHE_REP_ERROR) {
 		set_why(why, len, msg->text, msg->text_len);
-		if (msg->u.error.err != ENOSPC)
+		if (!service_declined(msg->u.error.err))
 			return -msg->u.error.err;
-		snprintf(c->how, sizeof(c->how), "private: the service has no room: %.*s",
+		snprintf(c->how, sizeof(c->how), "private: %s: %.*s",
+			 msg->u.error.err == ENOSPC ? "the service has no room" :
+			 msg->u.error.err == EAGAIN ? "the service is busy" :
+			 "the service does not cache this file",
 			 (int)(msg->text_len > 200 ? 200 : msg->text_len),
 			 msg->text);
-		return ENOSPC;
+		return msg->u.error.err;
 	}
 	if (ret == 0)
 		return -EPROTO;

@@ -5,7 +5,10 @@ Each test starts its own service (build/sbin/pinmem-cached) on a socket of
 its own, on the backend the suite runs on.
 """
 import os
+import pathlib
+import shutil
 import subprocess
+import tempfile
 import time
 import warnings
 
@@ -19,6 +22,20 @@ from pinmem.safetensors import shared
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHED = os.path.join(TOP, "build", "sbin", "pinmem-cached")
 MKST = os.path.join(TOP, "tests", "cache", "mkst.py")
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """Checkpoints on a disk: the service does not cache files on tmpfs
+    (their identity does not follow their content), and the guest's /tmp
+    is tmpfs. Its scratch disk when there is one."""
+    base = os.environ.get("PINMEM_SCRATCH")
+    if not base or not os.path.isdir(base):
+        yield tmp_path
+        return
+    d = tempfile.mkdtemp(prefix="pytest-cache-", dir=base)
+    yield pathlib.Path(d)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -36,6 +36,11 @@ _HDR = struct.Struct("=IHHII")
 _REP_LOAD = struct.Struct("=QQQII")
 _REQ_LOAD, _REP_LOAD_T, _REP_ERROR = 1, 0x81, 0xFF
 _warned = []
+# Errors that say the service will not serve the request (not that the file
+# is bad): the caller loads privately.
+_DECLINED = {28: "the service has no room",            # ENOSPC
+             11: "the service is busy",                # EAGAIN
+             95: "the service does not cache this file"}  # EOPNOTSUPP
 
 
 class Unavailable(Exception):
@@ -81,8 +86,8 @@ def _ask(path, fd):
     if typ == _REP_ERROR and len(data) >= _HDR.size + 8:
         err, _ = struct.unpack_from("=iI", data, _HDR.size)
         text = data[_HDR.size + 8:].decode(errors="replace")
-        if err == 28:           # ENOSPC: over the service's budget
-            raise Unavailable("the service has no room: " + text)
+        if err in _DECLINED:    # not the file's fault: load privately
+            raise Unavailable("%s: %s" % (_DECLINED[err], text))
         raise SafetensorError("pinmem-cached: %s (%s)" %
                               (text, os.strerror(err)))
     if magic != _MAGIC or typ != _REP_LOAD_T or len(fds) != 1:
