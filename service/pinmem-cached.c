@@ -82,6 +82,36 @@ struct options {
 	struct loop_opts loop;
 };
 
+/* The limits of a load and of one user (uid): -EINVAL, said on stderr. */
+static int parse_limit(int c, const char *arg, struct options *o)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'T':
+		if (parse_u64("--load-timeout", arg, 1, 86400, &v))
+			return -EINVAL;
+		o->loop.load_timeout_ms = (int)v * 1000;
+		break;
+	case 'u':
+		if (parse_u64("--user-share", arg, 1, 100, &v))
+			return -EINVAL;
+		o->share_percent = (unsigned)v;
+		break;
+	case 'c':
+		if (parse_u64("--user-clients", arg, 1, 1000000, &v))
+			return -EINVAL;
+		o->loop.member.max_clients = (unsigned)v;
+		break;
+	default:
+		if (parse_u64("--user-loads", arg, 1, 1024, &v))
+			return -EINVAL;
+		o->loop.member.max_loads = (unsigned)v;
+		break;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option lopts[] = {
@@ -135,25 +165,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -EINVAL;
 			o->loop.max_clients = (unsigned)v;
 			break;
-		case 'T':
-			if (parse_u64("--load-timeout", optarg, 1, 86400, &v))
+		case 'T': case 'u': case 'c': case 'L':
+			if (parse_limit(c, optarg, o))
 				return -EINVAL;
-			o->loop.load_timeout_ms = (int)v * 1000;
-			break;
-		case 'u':
-			if (parse_u64("--user-share", optarg, 1, 100, &v))
-				return -EINVAL;
-			o->share_percent = (unsigned)v;
-			break;
-		case 'c':
-			if (parse_u64("--user-clients", optarg, 1, 1000000, &v))
-				return -EINVAL;
-			o->loop.member.max_clients = (unsigned)v;
-			break;
-		case 'L':
-			if (parse_u64("--user-loads", optarg, 1, 1024, &v))
-				return -EINVAL;
-			o->loop.member.max_loads = (unsigned)v;
 			break;
 		case 'l': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);

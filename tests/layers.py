@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """The shape of the sources, as TAP: no circles between files (libpin, the
-tools, kmod, the Python package), libpin's layers used only from above,
-and no function longer than a screen (libpin, the tools, kmod), counted
+tools, the cache service, kmod, the Python package), libpin's layers used
+only from above, and no function longer than a screen (libpin, the tools,
+the service, kmod), counted
 from the line its definition starts on to its closing brace.
 
 C: Universal Ctags finds each function and variable definition (its file,
@@ -256,6 +257,14 @@ def main():
     check_circles(tap, "tools (includes and calls)", edges)
     longs = long_functions(tags)
     tap.result(not longs, "tools: no function over %d lines" % MAX_LINES,
+               ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
+
+    # the cache service
+    files = sources(root, "service", (".c", ".h"))
+    edges, tags = c_graph(root, files, ["service", "include"])
+    check_circles(tap, "service (includes and calls)", edges)
+    longs = long_functions(tags)
+    tap.result(not longs, "service: no function over %d lines" % MAX_LINES,
                ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
 
     # kmod
