@@ -22,12 +22,30 @@
 #define MAX_HOLDERS	64
 #define LIST_MAX	(60U << 10)
 
-/* One entry as the loop saw it, and a view fd to ask the kernel with. */
+/*
+ * One entry as the loop saw it (the fields the loop owns: a loading
+ * thread may be writing the others), and a view fd to ask the kernel with.
+ */
 struct list_item {
-	struct entry e;			/* a copy: no pointer into the store */
+	struct entry e;
 	int visible;
 	int vfd;			/* a dup of the view's fd, or -1 */
 };
+
+static void snapshot(struct list_item *it, const struct entry *e)
+{
+	it->e.id = e->id;
+	it->e.state = e->state;
+	it->e.bytes = e->bytes;
+	it->e.born_ns = e->born_ns;
+	it->e.used_ns = e->used_ns;
+	it->e.waiters = e->waiters;
+	it->e.handoffs = e->handoffs;
+	memcpy(it->e.name, e->name, sizeof(e->name));
+	memcpy(it->e.evict_why, e->evict_why, sizeof(e->evict_why));
+	memcpy(it->e.seen, e->seen, sizeof(e->seen));
+	it->e.nseen = e->nseen;
+}
 
 struct list_job {
 	struct events *ev;
@@ -219,7 +237,7 @@ int list_start(struct store *s, uint64_t conn_id, uid_t caller)
 	j->portable = s->backend == PIN_BACKEND_PORTABLE;
 	head_of(s, j);
 	for (struct entry *e = s->head; e && i < s->count; e = e->next, i++) {
-		j->items[i].e = *e;
+		snapshot(&j->items[i], e);
 		j->items[i].visible = caller == 0 || e->member->uid == caller;
 		j->items[i].vfd = e->state == ENTRY_READY && !j->portable ?
 				  dup(pin_view_fd(e->view)) : -1;

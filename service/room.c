@@ -118,12 +118,15 @@ static void room_wait(struct loop *l, struct conn *c, const struct event *ev)
 /* The member's thread keyed a LOAD's fd. */
 void keyed(struct loop *l, struct event *ev)
 {
-	struct member *m = member_get(&l->members, ev->uid, &l->s->ev);
 	struct conn *c = conn_by_id(l, ev->conn_id);
+	struct member *m;
 	struct entry *e;
 
 	if (!c || c->state != CONN_KEYING) {
-		member_drop_fd(m, ev->fd);	/* the asker is gone */
+		/* The asker is gone; out of memory, its fd stays open. */
+		m = member_get(&l->members, ev->uid, &l->s->ev);
+		if (m)
+			member_drop_fd(m, ev->fd);
 		return;
 	}
 	if (ev->err) {
