@@ -272,11 +272,19 @@ struct options {
 /* The highest NUMA node a kernel can have (CONFIG_NODES_SHIFT 10). */
 #define MAX_NODE	1023
 
-static int bad_backend(const char *text)
+/* --backend's text into *backend: 0, or -1 after saying why not. */
+static int parse_backend(const char *text, int *backend)
 {
-	fprintf(stderr, "pinload: --backend: \"%s\" is not device, portable or auto\n",
-		text);
-	return ARGS_EXIT_USAGE;
+	if (!strcmp(text, "device"))
+		*backend = PIN_BACKEND_DEVICE;
+	else if (!strcmp(text, "portable"))
+		*backend = PIN_BACKEND_PORTABLE;
+	else if (strcmp(text, "auto")) {
+		fprintf(stderr, "pinload: --backend: \"%s\" is not device, portable or auto\n",
+			text);
+		return -1;
+	}
+	return 0;
 }
 
 /* What the options ask of the PATHs: -1 to go on, or the exit status. */
@@ -331,12 +339,8 @@ static int parse_options(int argc, char **argv, struct options *op)
 		case 'v': op->verify = 1; break;
 		case 's': op->save_to = optarg; break;
 		case 'b':
-			if (!strcmp(optarg, "device"))
-				op->backend = PIN_BACKEND_DEVICE;
-			else if (!strcmp(optarg, "portable"))
-				op->backend = PIN_BACKEND_PORTABLE;
-			else if (strcmp(optarg, "auto"))
-				return bad_backend(optarg);
+			if (parse_backend(optarg, &op->backend))
+				return ARGS_EXIT_USAGE;
 			break;
 		case 'q':
 			if (parse_u64("--queue-depth", optarg, 1,
