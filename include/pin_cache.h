@@ -42,7 +42,19 @@ struct pin_cache_opts {
 					 * PIN_CACHE_SOCKET */
 	char *why;			/* on failure, why; may be NULL */
 	size_t why_len;
+	/* Added after 1.0 (a caller built with 1.0 gets the default): */
+	int timeout_ms;			/* each request's deadline; 0:
+					 * $PIN_CACHE_TIMEOUT, else
+					 * PIN_CACHE_TIMEOUT_MS */
 };
+
+/*
+ * A request's deadline when neither timeout_ms nor $PIN_CACHE_TIMEOUT
+ * (seconds, "2.5" allowed) sets one. It covers connecting (a service
+ * whose backlog is full) and each wait for a word from the service; a
+ * service that is still loading says so every interval and restarts it.
+ */
+#define PIN_CACHE_TIMEOUT_MS	5000
 
 /*
  * Ask the service for the safetensors file open at fd (a regular file
@@ -50,8 +62,9 @@ struct pin_cache_opts {
  * read-only (a mapping the kernel counts: the service cannot evict the
  * entry while it exists) and its header parsed into *ckp.
  *
- * When no service answers (no socket, refused, gone mid-request) the
- * file is loaded privately with pin_st_load (backend PIN_BACKEND_AUTO)
+ * When no service answers (no socket, refused, gone mid-request, no
+ * word from it within the deadline: opts->timeout_ms) the file is
+ * loaded privately with pin_st_load (backend PIN_BACKEND_AUTO)
  * unless PIN_CACHE_NO_FALLBACK; pin_cache_shared says which happened and
  * pin_cache_how why. libpin prints nothing: warning the user is the
  * caller's to do. Errors the service reports about the file itself (a
@@ -85,8 +98,10 @@ const struct pin_st *pin_cache_st(const struct pin_cache_ck *c);
 int pin_cache_shared(const struct pin_cache_ck *c);
 /*
  * In words: "shared: entry 3 of pinmem-cached (device backend), loaded
- * by this request" or "private: no service at /run/pinmem/cache.sock
- * (No such file or directory); loaded into this process alone".
+ * by this request", "private: no service at /run/pinmem/cache.sock
+ * (No such file or directory); loaded into this process alone" or
+ * "private: the service at /run/pinmem/cache.sock did not answer within
+ * 5.0 s; loaded into this process alone".
  */
 const char *pin_cache_how(const struct pin_cache_ck *c);
 /* The service's entry id (0 when private; sharded: the first shard's). */
@@ -98,7 +113,8 @@ void pin_cache_close(struct pin_cache_ck *c);
  * The service's entries (at opts->socket) as a table (one line each: id,
  * size, age, idle, clients with pid and command, and why one cannot be
  * evicted), into buf[len], NUL-terminated, cut to fit. Returns the text's
- * length, or -errno (-ENOENT/-ECONNREFUSED: no service).
+ * length, or -errno (-ENOENT/-ECONNREFUSED: no service; -ETIMEDOUT: no
+ * answer within the deadline, as pin_cache_open's).
  */
 int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len);
 

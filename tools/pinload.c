@@ -183,7 +183,7 @@ static void print_nodes(struct pin_st *ck, int json)
  * load where no service answers (said on stderr).
  * Prints per file: tensors, bytes, seconds and how it was served.
  */
-static int load_shared_one(const char *path, int json)
+static int load_shared_one(const char *path, int json, int timeout_ms)
 {
 	struct pin_cache_ck *c;
 	char why[1024] = "";
@@ -194,7 +194,7 @@ static int load_shared_one(const char *path, int json)
 
 	ret = pin_cache_open_path(path, &(struct pin_cache_opts){
 		.size = sizeof(struct pin_cache_opts), .why = why,
-		.why_len = sizeof(why) }, &c);
+		.why_len = sizeof(why), .timeout_ms = timeout_ms }, &c);
 	if (ret) {
 		fprintf(stderr, "pinload: %s: %s\n", path, why[0] ? why : strerror(-ret));
 		return 1;
@@ -223,12 +223,12 @@ static int load_shared_one(const char *path, int json)
 	return 0;
 }
 
-static int load_shared_all(int n, char **paths, int json)
+static int load_shared_all(int n, char **paths, int json, int timeout_ms)
 {
 	int status = 0;
 
 	for (int i = 0; i < n; i++)
-		status |= load_shared_one(paths[i], json);
+		status |= load_shared_one(paths[i], json, timeout_ms);
 	return status;
 }
 
@@ -254,6 +254,8 @@ static void usage(FILE *f)
 		"  --no-progress       no progress bar even on a terminal\n"
 		"  --shared            from pinmem-cached: one copy per host\n"
 		"                      (a private load, said so, without it)\n"
+		"  --cache-timeout S   with --shared: wait S seconds (decimals allowed)\n"
+		"                      for the service (default $PIN_CACHE_TIMEOUT, else 5)\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n"
 		"Exit status: 0 ok, 1 a load failed, 2 usage error.\n",
@@ -263,18 +265,26 @@ static void usage(FILE *f)
 struct options {
 	struct pin_io_opts o;
 	const char *save_to;
-	int json, verify, backend, noprog, node, shared;
+	int json, verify, backend, noprog, node, shared, cache_timeout_ms;
 	unsigned node_flags;
 };
 
 /* The highest NUMA node a kernel can have (CONFIG_NODES_SHIFT 10). */
 #define MAX_NODE	1023
 
-static int bad_backend(const char *text)
+/* --backend's text into *backend: 0, or -1 after saying why not. */
+static int parse_backend(const char *text, int *backend)
 {
-	fprintf(stderr, "pinload: --backend: \"%s\" is not device, portable or auto\n",
-		text);
-	return ARGS_EXIT_USAGE;
+	if (!strcmp(text, "device"))
+		*backend = PIN_BACKEND_DEVICE;
+	else if (!strcmp(text, "portable"))
+		*backend = PIN_BACKEND_PORTABLE;
+	else if (strcmp(text, "auto")) {
+		fprintf(stderr, "pinload: --backend: \"%s\" is not device, portable or auto\n",
+			text);
+		return -1;
+	}
+	return 0;
 }
 
 /* What the options ask of the PATHs: -1 to go on, or the exit status. */
@@ -288,6 +298,8 @@ static int check_operands(int npaths, const struct options *op)
 		why = "--save-to takes a single PATH";
 	else if (op->node_flags && op->node < 0)
 		why = "--any-node needs --node";
+	else if (op->cache_timeout_ms && !op->shared)
+		why = "--cache-timeout needs --shared";
 	if (!why)
 		return -1;
 	fprintf(stderr, "pinload: %s\n", why);
@@ -313,6 +325,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 		{ "node", required_argument, NULL, 'n' },
 		{ "any-node", no_argument, NULL, 'A' },
 		{ "shared", no_argument, NULL, 'S' },
+		{ "cache-timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -326,12 +339,8 @@ static int parse_options(int argc, char **argv, struct options *op)
 		case 'v': op->verify = 1; break;
 		case 's': op->save_to = optarg; break;
 		case 'b':
-			if (!strcmp(optarg, "device"))
-				op->backend = PIN_BACKEND_DEVICE;
-			else if (!strcmp(optarg, "portable"))
-				op->backend = PIN_BACKEND_PORTABLE;
-			else if (strcmp(optarg, "auto"))
-				return bad_backend(optarg);
+			if (parse_backend(optarg, &op->backend))
+				return ARGS_EXIT_USAGE;
 			break;
 		case 'q':
 			if (parse_u64("--queue-depth", optarg, 1,
@@ -358,6 +367,11 @@ static int parse_options(int argc, char **argv, struct options *op)
 			break;
 		case 'A': op->node_flags = PIN_REGION_ANY_NODE; break;
 		case 'S': op->shared = 1; break;
+		case 'T':
+			if (parse_seconds("--cache-timeout", optarg, 86400, &v))
+				return ARGS_EXIT_USAGE;
+			op->cache_timeout_ms = (int)v;
+			break;
 		case 'V':
 			printf("pinload %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -570,7 +584,8 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	if (op.shared)
-		return load_shared_all(argc - optind, argv + optind, op.json);
+		return load_shared_all(argc - optind, argv + optind, op.json,
+				       op.cache_timeout_ms);
 	ret = pin_dev_open(&dev, op.backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 	if (ret) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-ret));

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "cache_proto.h"
+#include "cache_conn.h"
 #include "st/safetensors_ck.h"
 
 #define CACHE_OPTS_SIZE	PIN__SIZE_1_0(struct pin_cache_opts, why_len)
@@ -35,6 +35,7 @@ struct pin_cache_ck {
 	unsigned fresh;			/* files this request loaded */
 	int backend;
 	int shared;
+	int timeout_ms;			/* each request's deadline */
 	char how[320];
 };
 
@@ -45,52 +46,6 @@ static const char *socket_path(const char *sock_path)
 	if (sock_path)
 		return sock_path;
 	return env && *env ? env : PIN_CACHE_SOCKET;
-}
-
-/* A connected SOCK_SEQPACKET socket to the service, or -errno. */
-static int connect_service(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s, ret;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		close(s);
-		return ret;
-	}
-	return s;
-}
-
-/* Send one request, receive and decode its reply; *fdp: the reply's fd. */
-static int exchange(int s, unsigned type, const void *payload, size_t plen,
-		    int fd, uint8_t *rep, struct cache_msg *msg, int *fdp)
-{
-	uint8_t req[CACHE_MAX_REQUEST];
-	const char *why = NULL;
-	size_t len;
-	int n, ret;
-
-	n = cache_proto_encode(req, sizeof(req), type, payload, plen);
-	if (n < 0)
-		return n;
-	ret = cache_msg_send(s, req, (size_t)n, fd, 0);
-	if (ret)
-		return ret;
-	ret = cache_msg_recv(s, rep, CACHE_MAX_REPLY, &len, fdp, 0, NULL);
-	if (ret)
-		return ret;
-	ret = cache_proto_decode(rep, len, *fdp >= 0, msg, &why);
-	if (ret && *fdp >= 0) {
-		close(*fdp);
-		*fdp = -1;
-	}
-	return ret;
 }
 
 static void set_why(char *why, size_t len, const char *text, size_t n)
@@ -143,13 +98,36 @@ static int service_declined(int err)
 	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP;
 }
 
+/* Why the service was not asked, or failed: c->how, to fall back on. */
+static int say_private(struct pin_cache_ck *c, const char *path,
+		       const struct cache_call *k, int ret)
+{
+	double s = c->timeout_ms / 1000.0;
+
+	if (ret == -ETIMEDOUT && !k->connected)
+		snprintf(c->how, sizeof(c->how), "private: the service at %s did not accept the connection within %.1f s; loaded into this process alone",
+			 path, s);
+	else if (ret == -ETIMEDOUT)
+		snprintf(c->how, sizeof(c->how), "private: the service at %s did not answer within %.1f s; loaded into this process alone",
+			 path, s);
+	else if (!k->connected)
+		snprintf(c->how, sizeof(c->how), "private: no service at %s (%s); loaded into this process alone",
+			 path, strerror(-ret));
+	else
+		snprintf(c->how, sizeof(c->how), "private: the service at %s failed the request (%s); loaded into this process alone",
+			 path, strerror(-ret));
+	return -ret;
+}
+
 /* Interpret a reply: 0 and the view mapped, or ask_service's codes. */
 static int take_reply(struct pin_cache_ck *c, const char *path,
-		      const struct cache_msg *msg, int ret, int vfd,
-		      char *why, size_t len)
+		      const struct cache_call *k, int ret, char *why,
+		      size_t len)
 {
+	const struct cache_msg *msg = &k->msg;
+
 	if (ret == 0 && msg->type == CACHE_REP_LOAD)
-		return map_view(c, &msg->u.rep_load, vfd, why, len);
+		return map_view(c, &msg->u.rep_load, k->rep_fd, why, len);
 	if (ret == 0 && msg->type == CACHE_REP_ERROR) {
 		set_why(why, len, msg->text, msg->text_len);
 		if (!service_declined(msg->u.error.err))
@@ -166,40 +144,43 @@ static int take_reply(struct pin_cache_ck *c, const char *path,
 		return -EPROTO;
 	if (ret == -ENOMEM)
 		return ret;
-	snprintf(c->how, sizeof(c->how), "private: the service at %s failed the request (%s); loaded into this process alone",
-		 path, strerror(-ret));
-	return -ret;
+	return say_private(c, path, k, ret);
+}
+
+/* A service older than the heartbeat refuses the flag with these words. */
+static int refused_heartbeat(const struct cache_call *k, int ret)
+{
+	static const char text[] = "load request: unknown flags";
+
+	return ret == 0 && k->msg.type == CACHE_REP_ERROR &&
+	       k->msg.u.error.err == EPROTO &&
+	       k->msg.text_len == sizeof(text) - 1 &&
+	       !memcmp(k->msg.text, text, sizeof(text) - 1);
 }
 
 /*
  * Ask the service for the file open at fd and map the view it answers
  * with. Returns 0 (mapped: c's last view), a positive errno when the
- * service is not there to ask (fall back), or -errno for the file's own
- * failure.
+ * service is not there to ask or does not answer in time (fall back), or
+ * -errno for the file's own failure. The request asks for heartbeats; a
+ * service too old to know them is asked once more without.
  */
 static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 		       char *why, size_t len)
 {
-	struct cache_req_load req = { 0 };
-	struct cache_msg msg = { 0 };
-	uint8_t *rep;
-	int s, vfd = -1, ret;
+	struct cache_req_load req = { .flags = CACHE_REQ_HEARTBEAT };
+	struct cache_call k = { .type = CACHE_REQ_LOAD, .payload = &req,
+				.payload_len = sizeof(req), .fd = fd,
+				.timeout_ms = c->timeout_ms };
+	int ret;
 
-	s = connect_service(path);
-	if (s < 0) {
-		snprintf(c->how, sizeof(c->how), "private: no service at %s (%s); loaded into this process alone",
-			 path, strerror(-s));
-		return -s;
+	ret = cache_call(path, &k);
+	if (refused_heartbeat(&k, ret)) {
+		req.flags = 0;
+		ret = cache_call(path, &k);
 	}
-	rep = malloc(CACHE_MAX_REPLY);
-	ret = rep ? exchange(s, CACHE_REQ_LOAD, &req, sizeof(req), fd, rep,
-			     &msg, &vfd) : -ENOMEM;
-	close(s);
-	if (rep)
-		ret = take_reply(c, path, &msg, ret, vfd, why, len);
-	if (vfd >= 0)
-		close(vfd);
-	free(rep);
+	ret = take_reply(c, path, &k, ret, why, len);
+	cache_call_end(&k);
 	return ret;
 }
 
@@ -349,13 +330,26 @@ static int open_begin(const struct pin_cache_opts *opts,
 	ret = pin__opts_in(o, sizeof(*o), opts, CACHE_OPTS_SIZE);
 	if (ret)
 		return ret;
-	if (o->flags & ~PIN_CACHE_NO_FALLBACK)
+	if ((o->flags & ~PIN_CACHE_NO_FALLBACK) || o->timeout_ms < 0)
 		return -EINVAL;
 	*cp = calloc(1, sizeof(**cp));
 	if (!*cp)
 		return -ENOMEM;
+	(*cp)->timeout_ms = cache_timeout_ms(o->timeout_ms);
 	pin__why(o->why, o->why_len, "");
 	return 0;
+}
+
+/* c->how as an error: without "private: " and what a fallback did. */
+static void say_failed(const struct pin_cache_ck *c, char *why, size_t len)
+{
+	static const char pre[] = "private: ";
+	const char *s = c->how, *end;
+
+	if (!strncmp(s, pre, sizeof(pre) - 1))
+		s += sizeof(pre) - 1;
+	end = strstr(s, "; loaded into this process alone");
+	set_why(why, len, s, end ? (size_t)(end - s) : strlen(s));
 }
 
 /*
@@ -366,7 +360,7 @@ static int open_end(struct pin_cache_ck *c, int ret, const char *path,
 		    const struct pin_cache_opts *o, struct pin_cache_ck **ckp)
 {
 	if (ret > 0 && (o->flags & PIN_CACHE_NO_FALLBACK)) {
-		set_why(o->why, o->why_len, c->how, strlen(c->how));
+		say_failed(c, o->why, o->why_len);
 		ret = -ret;
 	} else if (ret > 0) {
 		ret = load_private(c, path, o->why, o->why_len);
@@ -473,10 +467,9 @@ void pin_cache_close(struct pin_cache_ck *c)
 
 int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 {
-	struct cache_msg msg = { 0 };
+	struct cache_call k = { .type = CACHE_REQ_LIST, .fd = -1 };
 	struct pin_cache_opts o;
-	uint8_t *rep;
-	int s, vfd = -1, ret;
+	int ret;
 
 	if (!buf || !len)
 		return -EINVAL;
@@ -484,24 +477,19 @@ int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 	ret = pin__opts_in(&o, sizeof(o), opts, CACHE_OPTS_SIZE);
 	if (ret)
 		return ret;
-	s = connect_service(socket_path(o.socket));
-	if (s < 0)
-		return s;
-	rep = malloc(CACHE_MAX_REPLY);
-	ret = rep ? exchange(s, CACHE_REQ_LIST, NULL, 0, -1, rep, &msg, &vfd) :
-		    -ENOMEM;
-	close(s);
-	if (vfd >= 0)
-		close(vfd);
-	if (ret == 0 && msg.type == CACHE_REP_ERROR)
-		ret = -msg.u.error.err;
-	else if (ret == 0 && msg.type != CACHE_REP_LIST)
+	if (o.timeout_ms < 0)
+		return -EINVAL;
+	k.timeout_ms = cache_timeout_ms(o.timeout_ms);
+	ret = cache_call(socket_path(o.socket), &k);
+	if (ret == 0 && k.msg.type == CACHE_REP_ERROR)
+		ret = -k.msg.u.error.err;
+	else if (ret == 0 && k.msg.type != CACHE_REP_LIST)
 		ret = -EPROTO;
-	if (ret == 0 || msg.type == CACHE_REP_ERROR) {
-		set_why(buf, len, msg.text, msg.text_len);
+	if (ret == 0 || k.msg.type == CACHE_REP_ERROR) {
+		set_why(buf, len, k.msg.text, k.msg.text_len);
 		if (ret == 0)
 			ret = (int)strlen(buf);
 	}
-	free(rep);
+	cache_call_end(&k);
 	return ret;
 }

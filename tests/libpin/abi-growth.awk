@@ -4,7 +4,7 @@
 # grew at its end, each new member at an offset past the old size, and 1
 # (printing the first line that is not) otherwise.
 BEGIN {
-	ext = "^'struct pin_(dev_opts|dev_info|region_opts|region_info|holder|ref_range|io_opts|io_stats|st_load_opts|st_tensor|st_phases|st_step|cuda_opts) at "
+	ext = "^'struct pin_(cache_opts|dev_opts|dev_info|region_opts|region_info|holder|ref_range|io_opts|io_stats|st_load_opts|st_tensor|st_phases|st_step|cuda_opts) at "
 	bad = ""; old = -1; impacted = 0
 }
 function fail(why) { if (bad == "") bad = why ": " $0 }

@@ -124,3 +124,26 @@ void args_try_help(void)
 	fprintf(stderr, "Try '%s --help' for the options.\n",
 		program_invocation_short_name);
 }
+
+int parse_seconds(const char *opt, const char *text, uint64_t max,
+		  uint64_t *ms)
+{
+	const char *p = text;
+	uint64_t v = 0, scale = 1000;
+
+	if (*p != '.' && (digits(&p, &v) || v > max))
+		goto bad;
+	v *= 1000;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9' && scale > 1; p++)
+			v += (uint64_t)(*p - '0') * (scale /= 10);
+	if (*p || p[-1] == '.' || v == 0 || v > max * 1000)
+		goto bad;
+	*ms = v;
+	return 0;
+bad:
+	fprintf(stderr, "%s: %s: \"%s\" is not a number of seconds from 0.001 to %llu\n",
+		program_invocation_short_name, opt, text,
+		(unsigned long long)max);
+	return -1;
+}

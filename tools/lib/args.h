@@ -24,6 +24,13 @@ int parse_size(const char *opt, const char *text, uint64_t min, uint64_t max,
 int parse_size_multiple(const char *opt, const char *text, uint64_t unit,
 			uint64_t max, uint64_t *out);
 
+/*
+ * Seconds, with up to three decimals ("2", "0.5"), from 0.001 to max:
+ * *ms, or -1 after saying why.
+ */
+int parse_seconds(const char *opt, const char *text, uint64_t max,
+		  uint64_t *ms);
+
 /* After getopt has named an unknown option or a missing argument. */
 void args_try_help(void);
 

@@ -14,10 +14,20 @@ and while it is mapped the service cannot evict the file (device backend:
 the kernel refuses). Without a service the callers load privately and warn
 once per process (RuntimeWarning) saying why.
 
+Every request has a deadline, as libpin's pin_cache_open has: timeout=
+(seconds) where the calls here take it, else $PIN_CACHE_TIMEOUT
+(seconds, "0.5" allowed), else 5. It bounds the wait for the connection
+to be accepted and then for each word from the service; the request asks
+the service to say, every interval while it loads, that it is still at
+it, and each such word restarts the wait (for the longer of the deadline
+and twice the interval, at most 60 s). A service that stays silent past
+the deadline is Unavailable: a private load, and the warning says so.
+
 The protocol is Documentation/cache.md's: one SOCK_SEQPACKET packet per
 message, a 16-byte header (magic, version, type, length, 0) and a payload.
 """
 import array
+import errno
 import json
 import mmap
 import os
@@ -31,10 +41,14 @@ from . import _format
 from ._format import SafetensorError
 
 SOCKET = "/run/pinmem/cache.sock"
+TIMEOUT = 5.0
+_WAIT_MAX = 60.0
 _MAGIC = 0x53434D50
 _HDR = struct.Struct("=IHHII")
 _REP_LOAD = struct.Struct("=QQQII")
-_REQ_LOAD, _REP_LOAD_T, _REP_ERROR = 1, 0x81, 0xFF
+_REQ_LOAD, _REP_LOAD_T, _REP_WAIT, _REP_ERROR = 1, 0x81, 0x83, 0xFF
+_HEARTBEAT = 1
+_OLD_SERVICE = "load request: unknown flags"
 _warned = []
 # Errors that say the service will not serve the request (not that the file
 # is bad): the caller loads privately.
@@ -51,6 +65,21 @@ def socket_path(sock=None):
     return sock or os.environ.get("PIN_CACHE_SOCKET") or SOCKET
 
 
+def timeout_of(timeout=None):
+    """The deadline in seconds: timeout when given (> 0), else
+    $PIN_CACHE_TIMEOUT when it is a number > 0, else TIMEOUT."""
+    if timeout is not None:
+        if not timeout > 0:
+            raise ValueError("timeout must be > 0 seconds, not %r" %
+                             (timeout,))
+        return float(timeout)
+    try:
+        t = float(os.environ.get("PIN_CACHE_TIMEOUT", ""))
+    except ValueError:
+        return TIMEOUT
+    return t if 0 < t < float("inf") else TIMEOUT
+
+
 def _fds_of(ancdata):
     fds = array.array("i")
     for level, typ, data in ancdata:
@@ -59,33 +88,92 @@ def _fds_of(ancdata):
     return list(fds)
 
 
-def _ask(path, fd):
-    """(entry, file_size, view_length, view fd) for the file open at fd."""
+def _connect(path, timeout):
+    """A socket connected to the service within timeout. An AF_UNIX
+    connect waits only while the listener's backlog is full, and a
+    non-blocking one then fails at once (EAGAIN): so it blocks, with
+    SO_SNDTIMEO as its deadline, as libpin's does."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sec = int(timeout)
+    usec = int((timeout - sec) * 1e6) or (0 if sec else 1)  # 0 0: forever
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                 struct.pack("@ll", sec, usec))
     try:
+        s.connect(path)
+    except BlockingIOError:
+        s.close()
+        raise Unavailable("the service at %s did not accept the connection "
+                          "within %.1f s" % (path, timeout))
+    except OSError as e:
+        s.close()
+        raise Unavailable("no service at %s (%s)" % (path, e.strerror))
+    return s
+
+
+def _reply(s, path, timeout):
+    """(packet, fds) of the reply, read past each WAIT (which restarts
+    the deadline)."""
+    wait = timeout
+    while True:
+        s.settimeout(wait)
         try:
-            s.connect(path)
-        except OSError as e:
-            raise Unavailable("no service at %s (%s)" % (path, e.strerror))
-        req = _HDR.pack(_MAGIC, 1, _REQ_LOAD, 8, 0) + bytes(8)
+            data, anc, _, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(16))
+        except socket.timeout:
+            raise Unavailable("the service at %s did not answer within "
+                              "%.1f s" % (path, timeout))
+        fds = _fds_of(anc)
+        magic, _, typ, _, _ = _HDR.unpack_from(data.ljust(_HDR.size))
+        if len(data) != _HDR.size + 8 or fds or magic != _MAGIC or \
+                typ != _REP_WAIT:
+            return data, fds
+        interval = struct.unpack_from("=I", data, _HDR.size)[0] / 1000
+        wait = max(timeout, min(2 * interval, _WAIT_MAX))
+
+
+def _exchange(path, fd, flags, timeout):
+    """Send a LOAD for fd with flags; (reply packet, its fds)."""
+    s = _connect(path, timeout)
+    try:
+        req = _HDR.pack(_MAGIC, 1, _REQ_LOAD, 8, 0) + struct.pack(
+            "=II", flags, 0)
         try:
             s.sendmsg([req], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                array.array("i", [fd]).tobytes())])
-            data, anc, _, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(16))
+            return _reply(s, path, timeout)
+        except BlockingIOError:
+            raise Unavailable("the service at %s did not answer within "
+                              "%.1f s" % (path, timeout))
         except OSError as e:
             raise Unavailable("the service at %s failed the request (%s)"
                               % (path, e.strerror))
     finally:
         s.close()
-    fds = _fds_of(anc)
+
+
+def _error(data):
+    """(errno, text) of an ERROR reply, or None."""
+    if len(data) < _HDR.size + 8 or _HDR.unpack_from(data)[2] != _REP_ERROR:
+        return None
+    err, _ = struct.unpack_from("=iI", data, _HDR.size)
+    return err, data[_HDR.size + 8:].decode(errors="replace")
+
+
+def _ask(path, fd, timeout):
+    """(entry, file_size, view_length, view fd) for the file open at fd.
+    Heartbeats asked for; a service from before them refuses the flag
+    (EPROTO, "load request: unknown flags") and is asked once more
+    without it."""
+    data, fds = _exchange(path, fd, _HEARTBEAT, timeout)
+    if _error(data) == (errno.EPROTO, _OLD_SERVICE):
+        data, fds = _exchange(path, fd, 0, timeout)
     if len(data) < _HDR.size:
         for f in fds:
             os.close(f)
         raise Unavailable("the service at %s went away mid-request" % path)
     magic, _, typ, _, _ = _HDR.unpack_from(data)
-    if typ == _REP_ERROR and len(data) >= _HDR.size + 8:
-        err, _ = struct.unpack_from("=iI", data, _HDR.size)
-        text = data[_HDR.size + 8:].decode(errors="replace")
+    error = _error(data)
+    if error:
+        err, text = error
         if err in _DECLINED:    # not the file's fault: load privately
             raise Unavailable("%s: %s" % (_DECLINED[err], text))
         raise SafetensorError("pinmem-cached: %s (%s)" %
@@ -99,15 +187,16 @@ def _ask(path, fd):
     return entry, size, vlen, fds[0]
 
 
-def request(filename, sock=None):
+def request(filename, sock=None, timeout=None):
     """(read-only uint8 array of the file image in the service's view,
     entry id). Raises Unavailable when no service can serve it (no
-    service, over its budget), SafetensorError for the file's own
-    failures."""
+    service, over its budget, no word from it within timeout seconds:
+    see timeout_of), SafetensorError for the file's own failures."""
     path = socket_path(sock)
+    timeout = timeout_of(timeout)
     fd = os.open(os.fspath(filename), os.O_RDONLY | os.O_CLOEXEC)
     try:
-        entry, size, vlen, vfd = _ask(path, fd)
+        entry, size, vlen, vfd = _ask(path, fd, timeout)
     finally:
         os.close(fd)
     try:
@@ -117,10 +206,10 @@ def request(filename, sock=None):
     return np.frombuffer(m, np.uint8, size), entry
 
 
-def open_image(filename, sock=None):
+def open_image(filename, sock=None, timeout=None):
     """request(), or None after warning (once per process) why not."""
     try:
-        return request(filename, sock)
+        return request(filename, sock, timeout)
     except Unavailable as e:
         if not _warned:
             _warned.append(True)
@@ -149,16 +238,17 @@ def shards(index_path):
     return [os.path.join(where, s) for s in sorted(set(wm.values()))]
 
 
-def load(filename, sock=None):
+def load(filename, sock=None, timeout=None):
     """tensors() over the shared view of filename, or of every shard of a
     *.safetensors.index.json, each shard an entry of its own; None when
     the caller must load privately (all of it: one shard that cannot be
-    shared makes the whole load private)."""
+    shared makes the whole load private). timeout: each request's
+    deadline in seconds (None: $PIN_CACHE_TIMEOUT, else TIMEOUT)."""
     path = os.fspath(filename)
     files = shards(path) if path.endswith(".index.json") else [path]
     out = []
     for f in files:
-        got = open_image(f, sock)
+        got = open_image(f, sock, timeout)
         if got is None:
             return None
         out += tensors(got[0])
