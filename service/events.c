@@ -81,6 +81,20 @@ struct event *event_new(enum event_kind kind)
 	return e;
 }
 
+/* A thread nobody joins: it posts what it did and ends. */
+int thread_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return -ret;
+}
+
 void event_free(struct event *e)
 {
 	if (e)

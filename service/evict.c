@@ -131,19 +131,14 @@ static void *evict_thread(void *arg)
 
 int evict_start(struct store *s, struct entry *e)
 {
-	pthread_attr_t attr;
-	pthread_t t;
 	int ret;
 
 	(void)s;
 	e->state = ENTRY_EVICTING;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, evict_thread, e);
-	pthread_attr_destroy(&attr);
+	ret = thread_detached(evict_thread, e);
 	if (ret)
 		e->state = ENTRY_READY;
-	return -ret;
+	return ret;
 }
 
 static void count_eviction(struct evictions *ev, uint64_t bytes,

@@ -222,8 +222,6 @@ static void head_of(struct store *s, struct list_job *j)
 int list_start(struct store *s, uint64_t conn_id, uid_t caller)
 {
 	struct list_job *j = calloc(1, sizeof(*j));
-	pthread_attr_t attr;
-	pthread_t t;
 	unsigned i = 0;
 	int ret;
 
@@ -243,10 +241,7 @@ int list_start(struct store *s, uint64_t conn_id, uid_t caller)
 				  dup(pin_view_fd(e->view)) : -1;
 	}
 	j->n = i;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, list_thread, j);
-	pthread_attr_destroy(&attr);
+	ret = thread_detached(list_thread, j);
 	if (ret) {
 		for (i = 0; i < j->n; i++)
 			if (j->items[i].vfd >= 0)
@@ -254,5 +249,5 @@ int list_start(struct store *s, uint64_t conn_id, uid_t caller)
 		free(j->items);
 		free(j);
 	}
-	return -ret;
+	return ret;
 }

@@ -200,14 +200,6 @@ static void *load_thread(void *arg)
 
 int load_start(struct store *s, struct entry *e)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	int ret;
-
 	e->owner = s;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	ret = pthread_create(&t, &attr, load_thread, e);
-	pthread_attr_destroy(&attr);
-	return -ret;
+	return thread_detached(load_thread, e);
 }

@@ -78,17 +78,11 @@ static void *member_thread(void *arg)
 /* Start the thread if jobs wait and none runs; m->lock held. */
 static void kick(struct member *m)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-
 	if (m->running || !m->jobs)
 		return;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* On failure the jobs wait; the next job or the sweep tries again. */
-	if (!pthread_create(&t, &attr, member_thread, m))
+	if (!thread_detached(member_thread, m))
 		m->running = 1;
-	pthread_attr_destroy(&attr);
 }
 
 static void queue(struct member *m, int fd, int key, uint64_t conn_id)

@@ -160,6 +160,7 @@ void events_post(struct events *ev, struct event *e);
 struct event *events_take(struct events *ev);
 struct event *event_new(enum event_kind kind);
 void event_free(struct event *e);
+int thread_detached(void *(*fn)(void *), void *arg);
 
 /* key.c */
 int key_of_fd(int fd, struct cache_key *k, char *why, size_t len);
