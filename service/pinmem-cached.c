@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	budget = ram_bytes() / 100 * (o.percent ? o.percent : 50);
 	if (o.budget && (o.budget < budget || !o.percent))
 		budget = o.budget;
-	o.loop.member.share = budget / 100 * o.share_percent;
+	o.loop.member.share = budget * o.share_percent / 100;
 	fit_fd_limit(&o.loop);
 	backend = pick_backend(o.backend, why, sizeof(why));
 	if (backend < 0) {
