@@ -176,9 +176,9 @@ static int pinmem_ioc_alloc(struct pinmem_ioc_call *c)
 	return pinmem_ioc_install(c, file, &a->fd);
 }
 
-static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
+static int pinmem_list_snap(void *ctx, void *buf, u32 cap, u32 *count)
 {
-	return pinmem_region_list(buf, cap);
+	return pinmem_region_list(buf, cap, count);
 }
 
 static int pinmem_ioc_list(struct pinmem_ioc_call *c)

@@ -434,10 +434,10 @@ static void pinmem_holder_task(struct vm_area_struct *vma,
 
 /*
  * Fill up to capacity holder records (struct pinmem_holder) of a region;
- * returns how many mappings exist. Start, length and protection come from
+ * *count: how many mappings exist. Start, length and protection come from
  * the live VMA: splits and mprotect change them after the record was made.
  */
-u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
+int pinmem_holders_snapshot(void *arg, void *out, u32 capacity, u32 *count)
 {
 	struct pinmem_region *region = arg;
 	struct pinmem_holder *buf = out;
@@ -472,5 +472,6 @@ u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
 		pinmem_holder_task(vma, h, all_addr, &last, &last_mm);
 	}
 	mutex_unlock(&region->lock);
-	return n;
+	*count = n;
+	return 0;
 }

@@ -129,10 +129,11 @@ struct pinmem_totals {
 
 /*
  * A records query of LIST, HOLDERS or REFS (records.c): snap() puts up to
- * cap records of size bytes at buf and returns how many there are.
+ * cap records of size bytes at buf and sets *count to how many there are;
+ * 0 or -errno.
  */
 struct pinmem_records {
-	u32 (*snap)(void *ctx, void *buf, u32 cap);
+	int (*snap)(void *ctx, void *buf, u32 cap, u32 *count);
 	void *ctx;
 	size_t size;			/* of a record, to the module */
 	u32 size_ver0;			/* of a record, first published */
@@ -158,7 +159,7 @@ gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback);
 bool pinmem_beyond_available(unsigned long nr_pages);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
-u32 pinmem_region_list(void *buf, u32 capacity);
+int pinmem_region_list(void *buf, u32 capacity, u32 *count);
 
 /* alloc_parallel.c */
 struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
@@ -211,7 +212,7 @@ int pinmem_refs_expect(struct pinmem_region *region,
 		       const struct pinmem_expect_req *e);
 void pinmem_refs_fill_info(struct pinmem_region *region,
 			   struct pinmem_region_info *info);
-u32 pinmem_refs_snapshot(void *region, void *buf, u32 capacity);
+int pinmem_refs_snapshot(void *region, void *buf, u32 capacity, u32 *count);
 void pinmem_refs_free(struct pinmem_region *region);
 
 /* wait.c */
@@ -225,7 +226,8 @@ void pinmem_wait_end(struct pinmem_wait *w);
 /* mmap.c */
 int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
-u32 pinmem_holders_snapshot(void *region, void *buf, u32 capacity);
+int pinmem_holders_snapshot(void *region, void *buf, u32 capacity,
+			    u32 *count);
 
 /* records.c */
 int pinmem_records_to_user(const struct pinmem_records *q, u32 *count);

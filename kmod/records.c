@@ -31,18 +31,23 @@ static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
  * records taken stand as the whole answer, count included, so that
  * count and the records filled always agree. Returns the buffer (NULL
  * when no record is to be copied), its record count in *filled and the
- * total in *count.
+ * total in *count; an ERR_PTR on failure.
  */
-static void *pinmem_snapshot(u32 (*snap)(void *ctx, void *buf, u32 cap),
+static void *pinmem_snapshot(int (*snap)(void *ctx, void *buf, u32 cap,
+					 u32 *count),
 			     void *ctx, size_t size, u32 capacity,
 			     u32 *filled, u32 *count)
 {
 	void *buf = NULL;
 	u32 n = 0;
-	int tries;
+	int tries, ret;
 
 	for (tries = 0; ; tries++) {
-		*count = snap(ctx, buf, n);
+		ret = snap(ctx, buf, n, count);
+		if (ret) {
+			kvfree(buf);
+			return ERR_PTR(ret);
+		}
 		if (*count <= n || n == capacity)
 			break;
 		if (tries == 4) {

@@ -409,9 +409,9 @@ static u32 pinmem_refs_emit(struct pinmem_region *region,
 
 /*
  * REFS: runs of consecutive tainted chunks holding references outside all
- * accounts, into up to capacity records of buf; returns how many exist.
+ * accounts, into up to capacity records of buf; *count: how many exist.
  */
-u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
+int pinmem_refs_snapshot(void *arg, void *out, u32 capacity, u32 *count)
 {
 	struct pinmem_region *region = arg;
 	struct pinmem_chunk_refs *refs = pinmem_refs_get(region);
@@ -422,6 +422,7 @@ u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
 	unsigned int order;
 	u32 n = 0;
 
+	*count = 0;
 	if (!refs)
 		return 0;
 	pinmem_chunk_at(region, 0, &idx, &start, &order);
@@ -445,5 +446,6 @@ u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
 		run.expected += c.expected;
 		end = start + (1UL << order);
 	}
-	return pinmem_refs_emit(region, &run, end, buf, n, capacity);
+	*count = pinmem_refs_emit(region, &run, end, buf, n, capacity);
+	return 0;
 }
