@@ -222,7 +222,7 @@ static int pinmem_ioc_holders(struct pinmem_ioc_call *c)
 {
 	struct pinmem_holders *h = &c->arg.holders;
 	struct pinmem_records q = {
-		.snap = pinmem_holders_snapshot,
+		.walk = pinmem_holders_walk,
 		.size = sizeof(struct pinmem_holder),
 		.size_ver0 = PINMEM_HOLDER_SIZE_VER0,
 		.ptr = h->holders_ptr,

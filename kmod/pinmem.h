@@ -109,11 +109,16 @@ struct pinmem_fill_job {
 	bool claimed;			/* its chunks are marked in filling */
 };
 
-/* One per VMA, at vm_private_data; on region->holders while the VMA lives. */
+/*
+ * One per VMA, at vm_private_data; on region->holders while the VMA lives.
+ * A HOLDERS walk keeps its place on the list with records of its own, whose
+ * vma is NULL (holders.c).
+ */
 struct pinmem_holder_rec {
 	struct list_head node;
 	struct vm_area_struct *vma;
 	struct pinmem_region *region;
+	struct pid *tgid;		/* who mapped; NULL for a fork child's */
 	pgoff_t base;			/* region page of file offset 0 */
 	u32 kind;			/* PINMEM_HOLDER_* */
 	bool maywrite;			/* VM_MAYWRITE when counted */
@@ -128,12 +133,14 @@ struct pinmem_totals {
 };
 
 /*
- * A records query of LIST, HOLDERS or REFS (records.c): snap() puts up to
- * cap records of size bytes at buf and sets *count to how many there are;
- * 0 or -errno.
+ * A records query of LIST, HOLDERS or REFS (records.c): either snap()
+ * puts up to cap records of size bytes at buf and sets *count to how many
+ * there are, or walk() copies them itself (pinmem_records_put()) and sets
+ * *count. Each returns 0 or -errno.
  */
 struct pinmem_records {
 	int (*snap)(void *ctx, void *buf, u32 cap, u32 *count);
+	int (*walk)(const struct pinmem_records *q, u32 *count);
 	void *ctx;
 	size_t size;			/* of a record, to the module */
 	u32 size_ver0;			/* of a record, first published */
@@ -226,11 +233,14 @@ void pinmem_wait_end(struct pinmem_wait *w);
 /* mmap.c */
 int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
-int pinmem_holders_snapshot(void *region, void *buf, u32 capacity,
-			    u32 *count);
+
+/* holders.c */
+int pinmem_holders_walk(const struct pinmem_records *q, u32 *count);
 
 /* records.c */
 int pinmem_records_to_user(const struct pinmem_records *q, u32 *count);
+int pinmem_records_put(const struct pinmem_records *q, u32 index,
+		       const void *buf, u32 n);
 
 /* ioctl.c */
 long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

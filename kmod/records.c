@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pinmem: the records of LIST, HOLDERS and REFS, copied to the caller's
- * array. The records are snapshotted into a kernel buffer first (by the
- * query's snap(), which takes its own locks), then copied at the
- * caller's record size: an older caller gets the fields it knows, a newer
- * one its fields past ours left as it gave them. No lock is held across
- * a copy.
+ * array at the caller's record size: an older caller gets the fields it
+ * knows, a newer one its fields past ours left as it gave them. LIST and
+ * REFS snapshot into a kernel buffer first (the query's snap(), which
+ * takes its own locks); HOLDERS walks its records in batches and copies
+ * each batch as it goes (walk()). No lock is held across a copy.
  */
 #include <linux/err.h>
 #include <linux/overflow.h>
@@ -33,30 +33,28 @@ static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
  * when no record is to be copied), its record count in *filled and the
  * total in *count; an ERR_PTR on failure.
  */
-static void *pinmem_snapshot(int (*snap)(void *ctx, void *buf, u32 cap,
-					 u32 *count),
-			     void *ctx, size_t size, u32 capacity,
-			     u32 *filled, u32 *count)
+static void *pinmem_snapshot(const struct pinmem_records *q, u32 *filled,
+			     u32 *count)
 {
 	void *buf = NULL;
 	u32 n = 0;
 	int tries, ret;
 
 	for (tries = 0; ; tries++) {
-		ret = snap(ctx, buf, n, count);
+		ret = q->snap(q->ctx, buf, n, count);
 		if (ret) {
 			kvfree(buf);
 			return ERR_PTR(ret);
 		}
-		if (*count <= n || n == capacity)
+		if (*count <= n || n == q->capacity)
 			break;
 		if (tries == 4) {
 			*count = n;
 			break;
 		}
 		kvfree(buf);
-		n = min_t(u64, (u64)*count + *count / 4 + 16, capacity);
-		buf = kvcalloc(n, size, GFP_KERNEL_ACCOUNT);
+		n = min_t(u64, (u64)*count + *count / 4 + 16, q->capacity);
+		buf = kvcalloc(n, q->size, GFP_KERNEL_ACCOUNT);
 		if (!buf)
 			return ERR_PTR(-ENOMEM);
 	}
@@ -86,6 +84,17 @@ static int pinmem_records_copy(u64 ptr, u32 record_size, const void *buf,
 	return 0;
 }
 
+/*
+ * Put n records of the module's size, from buf, at index of the caller's
+ * array (index + n <= q->capacity); q's record_size is resolved.
+ */
+int pinmem_records_put(const struct pinmem_records *q, u32 index,
+		       const void *buf, u32 n)
+{
+	return pinmem_records_copy(q->ptr + (u64)index * q->record_size,
+				   q->record_size, buf, q->size, n);
+}
+
 static_assert(sizeof(struct pinmem_region_info) >=
 	      PINMEM_REGION_INFO_SIZE_VER0);
 static_assert(sizeof(struct pinmem_holder) >= PINMEM_HOLDER_SIZE_VER0);
@@ -97,18 +106,20 @@ static_assert(sizeof(struct pinmem_ref_range) >= PINMEM_REF_RANGE_SIZE_VER0);
  */
 int pinmem_records_to_user(const struct pinmem_records *q, u32 *count)
 {
-	u32 filled, record_size;
+	struct pinmem_records r = *q;
+	u32 filled;
 	void *buf;
 	int ret;
 
-	ret = pinmem_record_size(q->record_size, q->size_ver0, &record_size);
+	ret = pinmem_record_size(q->record_size, q->size_ver0, &r.record_size);
 	if (ret)
 		return ret;
-	buf = pinmem_snapshot(q->snap, q->ctx, q->size, q->capacity, &filled,
-			      count);
+	if (r.walk)
+		return r.walk(&r, count);
+	buf = pinmem_snapshot(&r, &filled, count);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	ret = pinmem_records_copy(q->ptr, record_size, buf, q->size, filled);
+	ret = pinmem_records_put(&r, 0, buf, filled);
 	kvfree(buf);
 	return ret;
 }
