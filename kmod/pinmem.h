@@ -133,6 +133,12 @@ struct pinmem_totals {
 };
 
 /*
+ * The most records one LIST, HOLDERS or REFS call fills, whatever its
+ * capacity: it bounds the kernel's buffer (LIST, REFS) and the copying.
+ */
+#define PINMEM_RECORDS_MAX	BIT(20)
+
+/*
  * A records query of LIST, HOLDERS or REFS (records.c): either snap()
  * puts up to cap records of size bytes at buf and sets *count to how many
  * there are, or walk() copies them itself (pinmem_records_put()) and sets

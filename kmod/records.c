@@ -5,7 +5,8 @@
  * knows, a newer one its fields past ours left as it gave them. LIST and
  * REFS snapshot into a kernel buffer first (the query's snap(), which
  * takes its own locks); HOLDERS walks its records in batches and copies
- * each batch as it goes (walk()). No lock is held across a copy.
+ * each batch as it goes (walk()). No lock is held across a copy, and no
+ * call fills more than PINMEM_RECORDS_MAX records.
  */
 #include <linux/err.h>
 #include <linux/overflow.h>
@@ -13,6 +14,9 @@
 #include <linux/uaccess.h>
 
 #include "pinmem.h"
+
+/* Snapshots of LIST and REFS: the last one is of the whole capacity. */
+#define PINMEM_SNAPSHOT_TRIES	5
 
 /* The caller's record size (LIST, HOLDERS, REFS): 0 is the first one. */
 static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
@@ -26,12 +30,13 @@ static int pinmem_record_size(u32 record_size, u32 size_ver0, u32 *out)
 /*
  * Snapshot records into a kernel buffer, sized by what exists rather than
  * by the caller's capacity: ask for the count first, then fill, again
- * (with room to grow) if the count grew in between. A process that keeps
- * adding mappings must not starve the query: after the last try the
- * records taken stand as the whole answer, count included, so that
- * count and the records filled always agree. Returns the buffer (NULL
- * when no record is to be copied), its record count in *filled and the
- * total in *count; an ERR_PTR on failure.
+ * (with room to grow) if the count grew in between. Records that keep
+ * coming must not starve the query: the last try takes a buffer of the
+ * whole capacity (at most PINMEM_RECORDS_MAX records), so that it always
+ * answers, with the real count. Fewer records filled than counted then
+ * means, as always, more than capacity. Returns the buffer (NULL when no
+ * record is to be copied), its record count in *filled and the total in
+ * *count; an ERR_PTR on failure.
  */
 static void *pinmem_snapshot(const struct pinmem_records *q, u32 *filled,
 			     u32 *count)
@@ -48,12 +53,10 @@ static void *pinmem_snapshot(const struct pinmem_records *q, u32 *filled,
 		}
 		if (*count <= n || n == q->capacity)
 			break;
-		if (tries == 4) {
-			*count = n;
-			break;
-		}
 		kvfree(buf);
-		n = min_t(u64, (u64)*count + *count / 4 + 16, q->capacity);
+		n = tries < PINMEM_SNAPSHOT_TRIES - 2 ?
+		    min_t(u64, (u64)*count + *count / 4 + 16, q->capacity) :
+		    q->capacity;
 		buf = kvcalloc(n, q->size, GFP_KERNEL_ACCOUNT);
 		if (!buf)
 			return ERR_PTR(-ENOMEM);
@@ -101,8 +104,8 @@ static_assert(sizeof(struct pinmem_holder) >= PINMEM_HOLDER_SIZE_VER0);
 static_assert(sizeof(struct pinmem_ref_range) >= PINMEM_REF_RANGE_SIZE_VER0);
 
 /*
- * Snapshot records and copy up to capacity of them to the caller; the
- * total goes to *count. 0 or -errno.
+ * Copy up to capacity records (no more than PINMEM_RECORDS_MAX) to the
+ * caller; the total goes to *count. 0 or -errno.
  */
 int pinmem_records_to_user(const struct pinmem_records *q, u32 *count)
 {
@@ -114,6 +117,7 @@ int pinmem_records_to_user(const struct pinmem_records *q, u32 *count)
 	ret = pinmem_record_size(q->record_size, q->size_ver0, &r.record_size);
 	if (ret)
 		return ret;
+	r.capacity = min_t(u32, q->capacity, PINMEM_RECORDS_MAX);
 	if (r.walk)
 		return r.walk(&r, count);
 	buf = pinmem_snapshot(&r, &filled, count);
