@@ -176,9 +176,9 @@ static int pinmem_ioc_alloc(struct pinmem_ioc_call *c)
 	return pinmem_ioc_install(c, file, &a->fd);
 }
 
-static u32 pinmem_list_snap(void *ctx, void *buf, u32 cap)
+static int pinmem_list_snap(void *ctx, void *buf, u32 cap, u32 *count)
 {
-	return pinmem_region_list(buf, cap);
+	return pinmem_region_list(buf, cap, count);
 }
 
 static int pinmem_ioc_list(struct pinmem_ioc_call *c)
@@ -222,7 +222,7 @@ static int pinmem_ioc_holders(struct pinmem_ioc_call *c)
 {
 	struct pinmem_holders *h = &c->arg.holders;
 	struct pinmem_records q = {
-		.snap = pinmem_holders_snapshot,
+		.walk = pinmem_holders_walk,
 		.size = sizeof(struct pinmem_holder),
 		.size_ver0 = PINMEM_HOLDER_SIZE_VER0,
 		.ptr = h->holders_ptr,

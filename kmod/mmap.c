@@ -28,15 +28,9 @@
  */
 #include <linux/mm.h>
 #include <linux/mman.h>
-#include <linux/capability.h>
-#include <linux/cred.h>
-#include <linux/pid_namespace.h>
-#include <linux/rcupdate.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
-#include <linux/sched/coredump.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/string.h>
 
 #include "compat.h"
 #include "pinmem.h"
@@ -72,6 +66,25 @@ static void pinmem_count(struct pinmem_holder_rec *rec, int delta)
 	atomic64_add(delta, &pinmem_totals.mappings);
 }
 
+/*
+ * The process a new record names, for HOLDERS: the caller's, when the VMA
+ * is in its own mm (mmap, a split, mremap); none for a fork child's VMA,
+ * whose vm_ops->open runs in the parent (HOLDERS finds that process by
+ * its mm).
+ */
+static struct pid *pinmem_rec_tgid(struct vm_area_struct *vma)
+{
+	if (vma->vm_mm != current->mm)
+		return NULL;
+	return get_task_pid(current, PIDTYPE_TGID);
+}
+
+static void pinmem_rec_free(struct pinmem_holder_rec *rec)
+{
+	put_pid(rec->tgid);
+	kfree(rec);
+}
+
 static void pinmem_rec_add(struct pinmem_holder_rec *rec)
 {
 	struct pinmem_region *region = rec->region;
@@ -99,6 +112,7 @@ static void pinmem_vm_open(struct vm_area_struct *vma)
 	rec->base = old->base;
 	rec->kind = old->kind;
 	rec->maywrite = pinmem_vma_maywrite(vma);
+	rec->tgid = pinmem_rec_tgid(vma);
 	vma->vm_private_data = rec;
 
 	mutex_lock(&rec->region->lock);
@@ -117,7 +131,7 @@ static void pinmem_vm_close(struct vm_area_struct *vma)
 	if (rec->kind == PINMEM_HOLDER_VIEW && !region->view_mappings)
 		wake_up_all(&region->donate_wq);
 	mutex_unlock(&region->lock);
-	kfree(rec);
+	pinmem_rec_free(rec);
 }
 
 /*
@@ -221,6 +235,7 @@ static struct pinmem_holder_rec *pinmem_rec_new(struct vm_area_struct *vma,
 	rec->region = region;
 	rec->base = base;
 	rec->kind = kind;
+	rec->tgid = pinmem_rec_tgid(vma);
 	return rec;
 }
 
@@ -322,7 +337,7 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 			  region->state, ret);
 	if (ret) {
 		mutex_unlock(&region->lock);
-		kfree(rec);
+		pinmem_rec_free(rec);
 		return ret;
 	}
 	pinmem_vma_setup(vma, rec);
@@ -333,144 +348,4 @@ int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma)
 	pinmem_insert_run(vma, region, vma->vm_start,
 			  view->pgoff + vma->vm_pgoff, vma_pages(vma));
 	return 0;
-}
-
-static u32 pinmem_prot(vm_flags_t flags)
-{
-	return (flags & VM_READ ? PROT_READ : 0) |
-	       (flags & VM_WRITE ? PROT_WRITE : 0) |
-	       (flags & VM_EXEC ? PROT_EXEC : 0);
-}
-
-/*
- * Whether the caller may learn where task (owning mm) maps the region:
- * its own mappings, any with CAP_SYS_PTRACE (all_addr), and otherwise
- * /proc/PID/maps' rule (__ptrace_may_access with FSCREDS): the caller's
- * fsuid and fsgid equal to every uid and gid of the task, and the task
- * dumpable. Modules cannot call ptrace_may_access(), so the LSM's say
- * (Yama's ptrace_scope) is not asked: stated in security.md. Another
- * user's addresses would undo its ASLR. Under rcu_read_lock().
- */
-static bool pinmem_addr_visible(struct task_struct *task,
-				struct mm_struct *mm, bool all_addr)
-{
-	const struct cred *cred = current_cred(), *tcred;
-
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pinmem: task creds need RCU");
-	if (all_addr || mm == current->mm)
-		return true;
-	if (!task || get_dumpable(mm) != SUID_DUMP_USER)
-		return false;
-	tcred = __task_cred(task);
-	return uid_eq(cred->fsuid, tcred->euid) &&
-	       uid_eq(cred->fsuid, tcred->suid) &&
-	       uid_eq(cred->fsuid, tcred->uid) &&
-	       gid_eq(cred->fsgid, tcred->egid) &&
-	       gid_eq(cred->fsgid, tcred->sgid) &&
-	       gid_eq(cred->fsgid, tcred->gid);
-}
-
-/*
- * A task using mm, for naming a mapping's holder: found by walking the
- * threads, not through mm->owner (memcg's, and only with CONFIG_MEMCG).
- * From the mm, not from current: vm_ops->open runs in the parent for a
- * fork child's VMAs, so only the mm names the child. Kernel threads that
- * borrow an mm are passed over. Under rcu_read_lock(); NULL if every
- * task of mm is exiting.
- */
-static struct task_struct *pinmem_mm_task(struct mm_struct *mm)
-{
-	struct task_struct *g, *t;
-
-	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pinmem: task list needs RCU");
-	for_each_process_thread(g, t)
-		if (READ_ONCE(t->mm) == mm && !(t->flags & PF_KTHREAD))
-			return t;
-	return NULL;
-}
-
-/*
- * The process a VMA belongs to, in the caller's pid namespace (tgid 0 and
- * an empty comm when it is not visible there), and whether its address
- * may be shown. *last caches the previous record's mm and answer, as
- * consecutive records are mostly of one process. The VMA (so its mm)
- * stays alive: its record is on the list, which vm_ops->close leaves
- * under region->lock, and the caller holds region->lock.
- */
-static void pinmem_holder_task(struct vm_area_struct *vma,
-			       struct pinmem_holder *h, bool all_addr,
-			       struct pinmem_holder *last,
-			       struct mm_struct **last_mm)
-{
-	struct pid_namespace *ns = task_active_pid_ns(current);
-	struct pinmem_holder_rec *rec = vma->vm_private_data;
-	struct task_struct *task;
-
-	lockdep_assert_held(&rec->region->lock);
-	if (*last_mm == vma->vm_mm) {
-		h->tgid = last->tgid;
-		memcpy(h->comm, last->comm, sizeof(h->comm));
-		h->flags |= last->flags & PINMEM_HOLDER_ADDR_HIDDEN;
-		if (h->flags & PINMEM_HOLDER_ADDR_HIDDEN)
-			h->start = 0;
-		return;
-	}
-	rcu_read_lock();
-	task = pinmem_mm_task(vma->vm_mm);
-	if (task) {
-		h->tgid = task_tgid_nr_ns(task, ns);
-		/* Not visible in the caller's namespace: no name either. */
-		if (h->tgid)
-			get_task_comm(h->comm, task);
-	}
-	if (!pinmem_addr_visible(task, vma->vm_mm, all_addr)) {
-		h->start = 0;
-		h->flags |= PINMEM_HOLDER_ADDR_HIDDEN;
-	}
-	rcu_read_unlock();
-	*last = *h;
-	*last_mm = vma->vm_mm;
-}
-
-/*
- * Fill up to capacity holder records (struct pinmem_holder) of a region;
- * returns how many mappings exist. Start, length and protection come from
- * the live VMA: splits and mprotect change them after the record was made.
- */
-u32 pinmem_holders_snapshot(void *arg, void *out, u32 capacity)
-{
-	struct pinmem_region *region = arg;
-	struct pinmem_holder *buf = out;
-	struct pinmem_holder_rec *rec;
-	/* Asked once, outside the locks, and without an audit record. */
-	bool all_addr = ns_capable_noaudit(&init_user_ns, CAP_SYS_PTRACE);
-	struct pinmem_holder last = {};
-	struct mm_struct *last_mm = NULL;
-	u32 n = 0;
-
-	mutex_lock(&region->lock);
-	list_for_each_entry(rec, &region->holders, node) {
-		struct vm_area_struct *vma = rec->vma;
-		struct pinmem_holder *h;
-		unsigned long start, end;
-
-		if (n++ >= capacity)
-			continue;
-		h = &buf[n - 1];
-		memset(h, 0, sizeof(*h));
-		start = READ_ONCE(vma->vm_start);
-		end = READ_ONCE(vma->vm_end);
-		h->kind = rec->kind;
-		h->start = start;
-		h->length = end - start;
-		h->offset = (u64)(rec->base + READ_ONCE(vma->vm_pgoff)) <<
-			    PAGE_SHIFT;
-		h->prot = pinmem_prot(READ_ONCE(vma->vm_flags));
-		h->flags = rec->maywrite ? PINMEM_HOLDER_MAYWRITE : 0;
-		if (pinmem_vma_private(vma))
-			h->flags |= PINMEM_HOLDER_PRIVATE;
-		pinmem_holder_task(vma, h, all_addr, &last, &last_mm);
-	}
-	mutex_unlock(&region->lock);
-	return n;
 }

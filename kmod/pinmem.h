@@ -109,11 +109,16 @@ struct pinmem_fill_job {
 	bool claimed;			/* its chunks are marked in filling */
 };
 
-/* One per VMA, at vm_private_data; on region->holders while the VMA lives. */
+/*
+ * One per VMA, at vm_private_data; on region->holders while the VMA lives.
+ * A HOLDERS walk keeps its place on the list with records of its own, whose
+ * vma is NULL (holders.c).
+ */
 struct pinmem_holder_rec {
 	struct list_head node;
 	struct vm_area_struct *vma;
 	struct pinmem_region *region;
+	struct pid *tgid;		/* who mapped; NULL for a fork child's */
 	pgoff_t base;			/* region page of file offset 0 */
 	u32 kind;			/* PINMEM_HOLDER_* */
 	bool maywrite;			/* VM_MAYWRITE when counted */
@@ -128,11 +133,20 @@ struct pinmem_totals {
 };
 
 /*
- * A records query of LIST, HOLDERS or REFS (records.c): snap() puts up to
- * cap records of size bytes at buf and returns how many there are.
+ * The most records one LIST, HOLDERS or REFS call fills, whatever its
+ * capacity: it bounds the kernel's buffer (LIST, REFS) and the copying.
+ */
+#define PINMEM_RECORDS_MAX	BIT(20)
+
+/*
+ * A records query of LIST, HOLDERS or REFS (records.c): either snap()
+ * puts up to cap records of size bytes at buf and sets *count to how many
+ * there are, or walk() copies them itself (pinmem_records_put()) and sets
+ * *count. Each returns 0 or -errno.
  */
 struct pinmem_records {
-	u32 (*snap)(void *ctx, void *buf, u32 cap);
+	int (*snap)(void *ctx, void *buf, u32 cap, u32 *count);
+	int (*walk)(const struct pinmem_records *q, u32 *count);
 	void *ctx;
 	size_t size;			/* of a record, to the module */
 	u32 size_ver0;			/* of a record, first published */
@@ -158,7 +172,7 @@ gfp_t pinmem_chunk_gfp(unsigned int order, bool fallback);
 bool pinmem_beyond_available(unsigned long nr_pages);
 void pinmem_region_fill_info(struct pinmem_region *region,
 			     struct pinmem_region_info *info);
-u32 pinmem_region_list(void *buf, u32 capacity);
+int pinmem_region_list(void *buf, u32 capacity, u32 *count);
 
 /* alloc_parallel.c */
 struct page *pinmem_alloc_pages(const struct pinmem_place *place, gfp_t gfp,
@@ -211,7 +225,7 @@ int pinmem_refs_expect(struct pinmem_region *region,
 		       const struct pinmem_expect_req *e);
 void pinmem_refs_fill_info(struct pinmem_region *region,
 			   struct pinmem_region_info *info);
-u32 pinmem_refs_snapshot(void *region, void *buf, u32 capacity);
+int pinmem_refs_snapshot(void *region, void *buf, u32 capacity, u32 *count);
 void pinmem_refs_free(struct pinmem_region *region);
 
 /* wait.c */
@@ -225,10 +239,14 @@ void pinmem_wait_end(struct pinmem_wait *w);
 /* mmap.c */
 int pinmem_region_mmap(struct file *file, struct vm_area_struct *vma);
 int pinmem_view_mmap(struct file *file, struct vm_area_struct *vma);
-u32 pinmem_holders_snapshot(void *region, void *buf, u32 capacity);
+
+/* holders.c */
+int pinmem_holders_walk(const struct pinmem_records *q, u32 *count);
 
 /* records.c */
 int pinmem_records_to_user(const struct pinmem_records *q, u32 *count);
+int pinmem_records_put(const struct pinmem_records *q, u32 index,
+		       const void *buf, u32 n);
 
 /* ioctl.c */
 long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

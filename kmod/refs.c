@@ -20,14 +20,21 @@
  *    DONATE.
  * A chunk is clean when extra <= declared.
  *
- * Reading a chunk without locks: refcount, mapcount, refcount again;
- * insertion and fork take the reference before the mapcount, zaps drop
- * the mapcount before the reference, so a concurrent change either shows
- * as two differing refcounts (retried) or biases extra upwards (a false
- * suspect, which the rescans absorb), never downwards. Only that direction
- * is safe, which is why no reading ever becomes an allowance.
+ * Reading a chunk without locks (pinmem_chunk_read): insertion and fork
+ * take the reference before the mapcount, zaps drop the mapcount before
+ * the reference, so at every instant refcount - 1 - mapcount is at least
+ * the references beyond the mappings; a reading taken at one instant can
+ * only be too high (a false suspect, which the rescans absorb). The loads
+ * are not one instant, though: an insertion and a zap both landing
+ * between two loads could show an instant that never was, one too low.
+ * So a reading counts only when two rounds agree (refcount, mapcount,
+ * refcount, mapcount, refcount: three equal refcounts, two equal
+ * mapcounts), and one that never does is a suspect. Documentation/
+ * design.md says what that rules out. Only the upward direction is safe,
+ * which is why no reading ever becomes an allowance.
  */
 #include <linux/bitmap.h>
+#include <linux/irqflags.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
@@ -41,6 +48,8 @@
 /* With WAIT, the poll interval doubles from 1 ms up to this. */
 #define PINMEM_POLL_MAX_MS	100
 #define PINMEM_SCAN_BATCH	64
+/* Tries at a reading of a chunk on which two rounds agree. */
+#define PINMEM_READ_TRIES	8
 
 struct pinmem_chunk_refs {
 	unsigned long *tainted;		/* chunks views mapped since last donated */
@@ -57,6 +66,7 @@ struct pinmem_chunk_look {
 	long extra;			/* references beyond the mapcount */
 	long pinned;			/* of which FOLL_PIN */
 	long expected;			/* declared by the owner */
+	bool unsettled;			/* no two rounds agreed: a suspect */
 };
 
 static unsigned int pinmem_chunk_order(struct pinmem_region *region,
@@ -103,22 +113,46 @@ static void pinmem_chunk_next(struct pinmem_region *region,
 	*order = pinmem_chunk_order(region, *idx);
 }
 
+/*
+ * One try at reading folio: refcount, mapcount, refcount, mapcount,
+ * refcount, with interrupts off so that the loads run back to back. Sets
+ * *extra from the first round; true when the rounds agree.
+ */
+static bool pinmem_chunk_try(struct folio *folio, long *extra)
+{
+	unsigned long flags;
+	int r1, r2, r3;
+	long p1, p2;
+
+	local_irq_save(flags);
+	r1 = folio_ref_count(folio);
+	smp_rmb();	/* the mapcount after the first refcount */
+	p1 = pinmem_folio_ptes(folio);
+	smp_rmb();	/* the second refcount after the mapcount */
+	r2 = folio_ref_count(folio);
+	smp_rmb();	/* the second mapcount after the second refcount */
+	p2 = pinmem_folio_ptes(folio);
+	smp_rmb();	/* the third refcount after the second mapcount */
+	r3 = folio_ref_count(folio);
+	local_irq_restore(flags);
+	*extra = (long)r1 - 1 - p1;
+	return r1 == r2 && r2 == r3 && p1 == p2;
+}
+
 static void pinmem_chunk_read(struct pinmem_region *region,
 			      struct pinmem_chunk_refs *refs, unsigned long idx,
 			      struct pinmem_chunk_look *c)
 {
 	struct folio *folio = page_folio(region->chunks[idx]);
-	int r1, r2, tries = 0;
-	long ptes;
+	int tries = 0;
+	long extra;
+	bool agreed;
 
 	do {
-		r1 = folio_ref_count(folio);
-		smp_rmb();	/* the mapcount after the first refcount */
-		ptes = pinmem_folio_ptes(folio);
-		smp_rmb();	/* the second refcount after the mapcount */
-		r2 = folio_ref_count(folio);
-	} while (r1 != r2 && ++tries < 4);
-	c->extra = max_t(long, (long)max(r1, r2) - 1 - ptes, 0);
+		agreed = pinmem_chunk_try(folio, &extra);
+	} while (!agreed && ++tries < PINMEM_READ_TRIES);
+	c->unsettled = !agreed;
+	c->extra = max(extra, 0L);
 	if (folio_test_large(folio))
 		c->pinned = min(pinmem_folio_pincount(folio), c->extra);
 	else
@@ -133,6 +167,8 @@ static long pinmem_chunk_outside(struct pinmem_region *region,
 	struct pinmem_chunk_look c;
 
 	pinmem_chunk_read(region, refs, idx, &c);
+	if (c.unsettled)
+		return max(c.extra - c.expected, 1L);
 	return max(c.extra - c.expected, 0L);
 }
 
@@ -409,9 +445,9 @@ static u32 pinmem_refs_emit(struct pinmem_region *region,
 
 /*
  * REFS: runs of consecutive tainted chunks holding references outside all
- * accounts, into up to capacity records of buf; returns how many exist.
+ * accounts, into up to capacity records of buf; *count: how many exist.
  */
-u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
+int pinmem_refs_snapshot(void *arg, void *out, u32 capacity, u32 *count)
 {
 	struct pinmem_region *region = arg;
 	struct pinmem_chunk_refs *refs = pinmem_refs_get(region);
@@ -422,6 +458,7 @@ u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
 	unsigned int order;
 	u32 n = 0;
 
+	*count = 0;
 	if (!refs)
 		return 0;
 	pinmem_chunk_at(region, 0, &idx, &start, &order);
@@ -432,7 +469,7 @@ u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
 		if (!test_bit(idx, refs->tainted))
 			continue;
 		pinmem_chunk_read(region, refs, idx, &c);
-		if (c.extra <= c.expected)
+		if (c.extra <= c.expected && !c.unsettled)
 			continue;
 		if (run.length && start != end)
 			n = pinmem_refs_emit(region, &run, end, buf, n,
@@ -445,5 +482,6 @@ u32 pinmem_refs_snapshot(void *arg, void *out, u32 capacity)
 		run.expected += c.expected;
 		end = start + (1UL << order);
 	}
-	return pinmem_refs_emit(region, &run, end, buf, n, capacity);
+	*count = pinmem_refs_emit(region, &run, end, buf, n, capacity);
+	return 0;
 }

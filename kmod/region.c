@@ -454,25 +454,61 @@ void pinmem_region_fill_info(struct pinmem_region *region,
 }
 
 /*
- * Snapshot the regions the caller may see into buf (up to capacity
- * records, struct pinmem_region_info); returns how many there are.
- * Lock order: regions lock, then region lock.
+ * References to the first capacity regions the caller may see, at found;
+ * returns how many it may see. A region being freed (no reference left)
+ * is not one of them.
  */
-u32 pinmem_region_list(void *buf, u32 capacity)
+static u32 pinmem_region_collect(struct pinmem_region **found, u32 capacity,
+				 bool admin)
 {
-	struct pinmem_region_info *info = buf;
-	bool admin = capable(CAP_SYS_ADMIN);
 	struct pinmem_region *region;
 	u32 n = 0;
 
-	mutex_lock(&pinmem_regions_lock);
+	lockdep_assert_held(&pinmem_regions_lock);
 	list_for_each_entry(region, &pinmem_regions, node) {
 		if (!pinmem_region_visible_to(region, admin))
 			continue;
-		if (n < capacity)
-			pinmem_region_fill_info(region, &info[n]);
+		if (n < capacity) {
+			if (!kref_get_unless_zero(&region->kref))
+				continue;
+			found[n] = region;
+		} else if (!kref_read(&region->kref)) {
+			continue;
+		}
 		n++;
 	}
-	mutex_unlock(&pinmem_regions_lock);
 	return n;
+}
+
+/*
+ * Snapshot the regions the caller may see into buf (up to capacity
+ * records, struct pinmem_region_info); *count: how many there are. The
+ * regions lock is held only to take references: each region's lock is
+ * taken after it is dropped, so a region whose lock is busy holds up
+ * this caller alone, never ALLOC, lookups by id or the freeing of
+ * regions.
+ */
+int pinmem_region_list(void *buf, u32 capacity, u32 *count)
+{
+	struct pinmem_region_info *info = buf;
+	bool admin = capable(CAP_SYS_ADMIN);
+	struct pinmem_region **found = NULL;
+	u32 i, n;
+
+	if (capacity) {
+		found = kvmalloc_array(capacity, sizeof(*found), GFP_KERNEL);
+		if (!found)
+			return -ENOMEM;
+	}
+	mutex_lock(&pinmem_regions_lock);
+	n = pinmem_region_collect(found, capacity, admin);
+	mutex_unlock(&pinmem_regions_lock);
+	for (i = 0; i < min(n, capacity); i++) {
+		pinmem_region_fill_info(found[i], &info[i]);
+		pinmem_region_put(found[i]);
+		cond_resched();
+	}
+	kvfree(found);
+	*count = n;
+	return 0;
 }

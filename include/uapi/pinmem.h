@@ -208,11 +208,14 @@ struct pinmem_holder {
  * PINMEM_IOC_HOLDERS (device fd with region_id; region or view fd with
  * region_id 0, else EINVAL). Fills up to capacity records at holders_ptr
  * and sets count to the number of mappings that exist; count > capacity
- * means the list was cut short. On the device fd the caller must own the
- * region (same uid) or have CAP_SYS_ADMIN, else ENOENT as for an unknown id
- * (or id 0). Mappings that keep changing while they are counted never
- * make it fail: after a few tries the records taken are the answer, with
- * count saying how many (mappings added meanwhile may be missing). A
+ * means the list was cut short, and is the only way it is: the records
+ * filled are min(count, capacity). No call fills more than 2^20 records
+ * (LIST and REFS alike): a larger capacity counts as 2^20. On the device
+ * fd the caller must own the region (same uid) or have CAP_SYS_ADMIN, else
+ * ENOENT as for an unknown id (or id 0). Mappings that keep changing
+ * while they are counted never make it fail: every mapping that exists
+ * from the start of the call to its end is in the answer, and one made or
+ * removed meanwhile may or may not be (count counts what is there). A
  * holder outside the caller's pid namespace has tgid 0 and an empty comm.
  * The start address of a mapping in another process is shown under
  * /proc/PID/maps' rule: to CAP_SYS_PTRACE, or when the caller's fsuid and

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * HOLDERS and LIST under load cost their caller, not the host: with two
+ * processes holding 30,000 one-page view mappings each, made in turns so
+ * that consecutive records are of different processes, and 5,000 idle
+ * threads on the host, a third process looping HOLDERS and LIST must not
+ * hold up another user's ALLOC (the global regions lock) nor the owner's
+ * munmap (the region's lock): each stays under 50 ms. The figures (max,
+ * median) go out as TAP diagnostics.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "pinmem_test.h"
+
+#define NR_MAPS		30000	/* one-page view mappings per holder */
+#define NR_IDLE		5000	/* idle threads on the host */
+#define NR_SAMPLES	30
+#define LIMIT_MS	50.0
+#define MEASURE_S	60.0	/* give up on samples after this long */
+#define LOAD_CAP	(2 * NR_MAPS + 16)
+
+/* Shared with the children: what the loader and the other user saw. */
+struct load_stats {
+	int loading;			/* the loader has made its first call */
+	int stop;
+	unsigned long holders_calls, list_calls;
+	double holders_max_ms;
+	int nr_alloc;
+	double alloc_ms[NR_SAMPLES];
+	int alloc_err;
+};
+
+static void *idle_thread(void *arg)
+{
+	for (;;)
+		pause();
+	return arg;
+}
+
+/* A process of n idle threads; says how many it made through fd. */
+static void idle_threads(int n, int fd)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	int made = 0;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	while (made < n && !pthread_create(&t, &a, idle_thread, NULL))
+		made++;
+	if (write(fd, &made, sizeof(made)) != sizeof(made))
+		_exit(2);
+	for (;;)
+		pause();
+}
+
+/* Holder i maps one page when the other one has: records alternate. */
+static int holder(int vfd, int in, int out, int ready, int done)
+{
+	char c = 0;
+	void *p;
+
+	for (int k = 0; k < NR_MAPS; k++) {
+		if (read(in, &c, 1) != 1)
+			return 2;
+		p = mmap(NULL, PG, PROT_READ, MAP_SHARED, vfd,
+			 (off_t)(k % 512) * PG);
+		if (p == MAP_FAILED)
+			return 3;
+		if (write(out, &c, 1) != 1)
+			return 4;
+	}
+	if (write(ready, &c, 1) != 1 || read(done, &c, 1) != 1)
+		return 5;
+	return 0;
+}
+
+struct loader {
+	int vfd, dev;
+	struct load_stats *st;
+};
+
+static void *loop_holders(void *arg)
+{
+	struct loader *l = arg;
+	struct pinmem_holder *h = calloc(LOAD_CAP, sizeof(*h));
+	struct pinmem_holders q = { .capacity = LOAD_CAP,
+				    .holders_ptr = (uintptr_t)h };
+	double t, ms;
+
+	while (h && !__atomic_load_n(&l->st->stop, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&l->st->loading, 1, __ATOMIC_RELEASE);
+		t = pm_now();
+		if (ioctl(l->vfd, PINMEM_IOC_HOLDERS, &q))
+			break;
+		ms = (pm_now() - t) * 1e3;
+		if (ms > l->st->holders_max_ms)
+			l->st->holders_max_ms = ms;
+		l->st->holders_calls++;
+	}
+	return NULL;
+}
+
+static void *loop_list(void *arg)
+{
+	struct loader *l = arg;
+	struct pinmem_region_info info[64];
+	struct pinmem_list q = { .capacity = 64,
+				 .regions_ptr = (uintptr_t)info };
+
+	while (!__atomic_load_n(&l->st->stop, __ATOMIC_ACQUIRE)) {
+		if (ioctl(l->dev, PINMEM_IOC_LIST, &q))
+			break;
+		l->st->list_calls++;
+	}
+	return NULL;
+}
+
+/* The third process: HOLDERS and LIST in a loop, from a thread each. */
+static int loader(int vfd, int dev, struct load_stats *st)
+{
+	struct loader l = { .vfd = vfd, .dev = dev, .st = st };
+	pthread_t t[2];
+
+	if (pthread_create(&t[0], NULL, loop_holders, &l) ||
+	    pthread_create(&t[1], NULL, loop_list, &l))
+		return 2;
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	return 0;
+}
+
+/* Another user (65534): ALLOC of 2 MiB, timed, NR_SAMPLES times. */
+static int other_user_allocs(int dev, struct load_stats *st, double until)
+{
+	struct pinmem_alloc a = { .size = 2 * MiB };
+	double t;
+
+	if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 2;
+	while (st->nr_alloc < NR_SAMPLES && pm_now() < until) {
+		t = pm_now();
+		if (ioctl(dev, PINMEM_IOC_ALLOC, &a)) {
+			st->alloc_err = errno;
+			return 3;
+		}
+		st->alloc_ms[st->nr_alloc++] = (pm_now() - t) * 1e3;
+		close(a.fd);
+		usleep(10000);
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The max of n samples, their median through *median. */
+static double max_median(double *v, int n, double *median)
+{
+	if (!n) {
+		*median = 0;
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), cmp_double);
+	*median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return v[n - 1];
+}
+
+static pid_t spawn_holder(int vfd, int *in, int *out, int ready, int done)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(holder(vfd, in[0], out[1], ready, done));
+	return pid;
+}
+
+PM_FIXTURE(holders_load)
+
+TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
+	       600)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	int turn[2][2], ready[2], done[2], idle[2];
+	struct load_stats *st;
+	double munmap_ms[NR_SAMPLES], t, until, max, med;
+	pid_t idler, holders[2], load, other;
+	int made, nr_munmap = 0;
+	void *own[NR_SAMPLES];
+	char c = 0;
+
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, st);
+	memset(st, 0, sizeof(*st));
+	ASSERT_OK(pipe2(idle, O_CLOEXEC));
+	ASSERT_OK(pipe2(ready, O_CLOEXEC));
+	ASSERT_OK(pipe2(done, O_CLOEXEC));
+	for (int i = 0; i < 2; i++)
+		ASSERT_OK(pipe2(turn[i], O_CLOEXEC));
+
+	/* The idle threads first: walks of the task list cross them all. */
+	t = pm_now();
+	idler = fork();
+	ASSERT_GE(idler, 0);
+	if (idler == 0)
+		idle_threads(NR_IDLE, idle[1]);
+	ASSERT_EQ(sizeof(made), read(idle[0], &made, sizeof(made)));
+	ASSERT_EQ(NR_IDLE, made);
+	TH_LOG("%d idle threads made in %.1f s", made, pm_now() - t);
+
+	t = pm_now();
+	holders[0] = spawn_holder(vfd, turn[0], turn[1], ready[1], done[0]);
+	ASSERT_GE(holders[0], 0);
+	holders[1] = spawn_holder(vfd, turn[1], turn[0], ready[1], done[0]);
+	ASSERT_GE(holders[1], 0);
+	ASSERT_EQ(1, write(turn[0][1], &c, 1));
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	TH_LOG("2 x %d alternating view mappings made in %.1f s", NR_MAPS,
+	       pm_now() - t);
+	/* The owner's mappings, to be unmapped under the load. */
+	for (int i = 0; i < NR_SAMPLES; i++)
+		own[i] = pm_map(rfd, 2 * MiB, PROT_READ | PROT_WRITE, 0);
+	pm_expect_counts(rfd, NR_SAMPLES, 2 * NR_MAPS, 0);
+
+	load = fork();
+	ASSERT_GE(load, 0);
+	if (load == 0)
+		_exit(loader(vfd, self->env.dev, st));
+	while (!__atomic_load_n(&st->loading, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	usleep(100000);
+
+	until = pm_now() + MEASURE_S;
+	other = fork();
+	ASSERT_GE(other, 0);
+	if (other == 0)
+		_exit(other_user_allocs(self->env.dev, st, until));
+	while (nr_munmap < NR_SAMPLES && pm_now() < until) {
+		t = pm_now();
+		ASSERT_OK(munmap(own[nr_munmap], 2 * MiB));
+		munmap_ms[nr_munmap++] = (pm_now() - t) * 1e3;
+		usleep(10000);
+	}
+	EXPECT_EQ(0, pm_wait(other)) TH_LOG("other user: ALLOC %s",
+					    pm_errname(st->alloc_err));
+	__atomic_store_n(&st->stop, 1, __ATOMIC_RELEASE);
+	ASSERT_EQ(0, pm_wait(load));
+	TH_LOG("loader: %lu HOLDERS calls (longest %.1f ms), %lu LIST calls",
+	       st->holders_calls, st->holders_max_ms, st->list_calls);
+
+	max = max_median(st->alloc_ms, st->nr_alloc, &med);
+	TH_LOG("other user's ALLOC of 2 MiB: %d samples, max %.1f ms, median %.1f ms",
+	       st->nr_alloc, max, med);
+	EXPECT_EQ(NR_SAMPLES, st->nr_alloc);
+	EXPECT_GT(LIMIT_MS, max);
+	max = max_median(munmap_ms, nr_munmap, &med);
+	TH_LOG("owner's munmap of 2 MiB: %d samples, max %.1f ms, median %.1f ms",
+	       nr_munmap, max, med);
+	EXPECT_EQ(NR_SAMPLES, nr_munmap);
+	EXPECT_GT(LIMIT_MS, max);
+
+	for (int i = nr_munmap; i < NR_SAMPLES; i++)
+		pm_unmap(own[i], 2 * MiB);
+	ASSERT_EQ(2, write(done[1], "xx", 2));
+	ASSERT_EQ(0, pm_wait(holders[0]));
+	ASSERT_EQ(0, pm_wait(holders[1]));
+	kill(idler, SIGKILL);
+	pm_wait(idler);
+	for (int i = 0; i < 2; i++) {
+		close(turn[i][0]);
+		close(turn[i][1]);
+		close(ready[i]);
+		close(done[i]);
+		close(idle[i]);
+	}
+	munmap(st, sizeof(*st));
+	close(vfd);
+	close(rfd);
+}
+
+TEST_HARNESS_MAIN
