@@ -6,7 +6,13 @@
  * threads on the host, a third process looping HOLDERS and LIST must not
  * hold up another user's ALLOC (the global regions lock) nor the owner's
  * munmap (the region's lock): each stays under 50 ms. The figures (max,
- * median) go out as TAP diagnostics.
+ * median, how many over) go out as TAP diagnostics.
+ *
+ * The guest is emulated on a host that runs other work (two cores, a
+ * kernel build beside the guest in make check), whose scheduling alone
+ * can stretch a sample past 50 ms now and then: two of the 30 may, none
+ * past 1 s. The stall this is about lasted the whole HOLDERS call, tens
+ * of seconds in this setup, for every sample that met it.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +25,8 @@
 #define NR_IDLE		5000	/* idle threads on the host */
 #define NR_SAMPLES	30
 #define LIMIT_MS	50.0
+#define NR_OVER		2	/* samples that may pass LIMIT_MS */
+#define OUTLIER_MS	1000.0	/* that none may pass */
 #define MEASURE_S	60.0	/* give up on samples after this long */
 #define LOAD_CAP	(2 * NR_MAPS + 16)
 
@@ -161,6 +169,16 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* How many of n samples are over LIMIT_MS. */
+static int nr_over(const double *v, int n)
+{
+	int over = 0;
+
+	for (int i = 0; i < n; i++)
+		over += v[i] > LIMIT_MS;
+	return over;
+}
+
 /* The max of n samples, their median through *median. */
 static double max_median(double *v, int n, double *median)
 {
@@ -192,6 +210,7 @@ TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
 	int turn[2][2], ready[2], done[2], idle[2];
 	struct load_stats *st;
 	double munmap_ms[NR_SAMPLES], t, until, max, med;
+	int over;
 	pid_t idler, holders[2], load, other;
 	int made, nr_munmap = 0;
 	void *own[NR_SAMPLES];
@@ -258,16 +277,20 @@ TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
 	TH_LOG("loader: %lu HOLDERS calls (longest %.1f ms), %lu LIST calls",
 	       st->holders_calls, st->holders_max_ms, st->list_calls);
 
+	over = nr_over(st->alloc_ms, st->nr_alloc);
 	max = max_median(st->alloc_ms, st->nr_alloc, &med);
-	TH_LOG("other user's ALLOC of 2 MiB: %d samples, max %.1f ms, median %.1f ms",
-	       st->nr_alloc, max, med);
+	TH_LOG("other user's ALLOC of 2 MiB: %d samples, max %.1f ms, median %.1f ms, %d over %.0f ms",
+	       st->nr_alloc, max, med, over, LIMIT_MS);
 	EXPECT_EQ(NR_SAMPLES, st->nr_alloc);
-	EXPECT_GT(LIMIT_MS, max);
+	EXPECT_GE(NR_OVER, over);
+	EXPECT_GT(OUTLIER_MS, max);
+	over = nr_over(munmap_ms, nr_munmap);
 	max = max_median(munmap_ms, nr_munmap, &med);
-	TH_LOG("owner's munmap of 2 MiB: %d samples, max %.1f ms, median %.1f ms",
-	       nr_munmap, max, med);
+	TH_LOG("owner's munmap of 2 MiB: %d samples, max %.1f ms, median %.1f ms, %d over %.0f ms",
+	       nr_munmap, max, med, over, LIMIT_MS);
 	EXPECT_EQ(NR_SAMPLES, nr_munmap);
-	EXPECT_GT(LIMIT_MS, max);
+	EXPECT_GE(NR_OVER, over);
+	EXPECT_GT(OUTLIER_MS, max);
 
 	for (int i = nr_munmap; i < NR_SAMPLES; i++)
 		pm_unmap(own[i], 2 * MiB);
