@@ -63,8 +63,11 @@ def pinned_total():
 
 
 def start_service(binary, sock, budget_mib):
+    # One user asks here: its share is the whole budget (by default one
+    # user may hold half, so that it cannot starve the others).
     p = subprocess.Popen([binary, "--socket", sock, "--budget",
-                          "%dM" % budget_mib], stderr=subprocess.DEVNULL)
+                          "%dM" % budget_mib, "--user-share", "100"],
+                         stderr=subprocess.DEVNULL)
     for _ in range(100):
         if os.path.exists(sock):
             return p

@@ -41,7 +41,7 @@ static int one_run(struct cfg *c, const char *file, long *seen,
 	if (ret)
 		return ret;
 	if (n != *seen + 1) {
-		fprintf(stderr, "pinbench: the service evicted %ld entries for one request, not 1: give it a budget of more than one copy of the file and less than two\n",
+		fprintf(stderr, "pinbench: the service evicted %ld entries for one request, not 1: give it a budget (and one user's share, --user-share) of more than one copy of the file and less than two\n",
 			n - *seen);
 		return -EAGAIN;
 	}
