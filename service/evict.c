@@ -203,9 +203,11 @@ void room_refusal(struct store *s, const struct room *r,
 		  char *why, size_t len)
 {
 	char a[32], b[32], c[32];
-	int share = r->need > mo->share ||
-		    (r->need <= s->budget &&
-		     r->member->bytes + r->need > mo->share);
+	/* The share is the reason only where it is less than the budget. */
+	int share = mo->share < s->budget &&
+		    (r->need > mo->share ||
+		     (r->need <= s->budget &&
+		      r->member->bytes + r->need > mo->share));
 	size_t off;
 
 	human_bytes(r->need, a, sizeof(a));
