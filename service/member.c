@@ -170,7 +170,8 @@ void members_sweep(struct member **list)
 
 /*
  * At exit: members whose thread has finished (given a second to) are
- * freed; one stuck on a client's file is left to the process's end.
+ * freed; one stuck on a client's file, or with a load still running
+ * (whose thread will hand it the file's fd), is left to the process's end.
  */
 void members_fini(struct member **list)
 {
@@ -190,7 +191,7 @@ void members_fini(struct member **list)
 		struct member *m = *list;
 
 		pthread_mutex_lock(&m->lock);
-		if (m->running) {
+		if (m->running || m->loads) {
 			pthread_mutex_unlock(&m->lock);
 			list = &m->next;
 			continue;
