@@ -251,29 +251,15 @@ def main():
     tap.result(not longs, "libpin: no function over %d lines" % MAX_LINES,
                ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
 
-    # tools
-    files = sources(root, "tools", (".c", ".h"))
-    edges, tags = c_graph(root, files, ["tools", "include"])
-    check_circles(tap, "tools (includes and calls)", edges)
-    longs = long_functions(tags)
-    tap.result(not longs, "tools: no function over %d lines" % MAX_LINES,
-               ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
-
-    # the cache service
-    files = sources(root, "service", (".c", ".h"))
-    edges, tags = c_graph(root, files, ["service", "include"])
-    check_circles(tap, "service (includes and calls)", edges)
-    longs = long_functions(tags)
-    tap.result(not longs, "service: no function over %d lines" % MAX_LINES,
-               ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
-
-    # kmod
-    files = sources(root, "kmod", (".c", ".h"))
-    edges, tags = c_graph(root, files, ["kmod", "include"])
-    check_circles(tap, "kmod (includes and calls)", edges)
-    longs = long_functions(tags)
-    tap.result(not longs, "kmod: no function over %d lines" % MAX_LINES,
-               ["%s:%d %s() %d lines" % (f, ln, n, c) for f, n, ln, c in longs])
+    # the tools, the cache service, kmod: no circle, no long function
+    for top in ("tools", "service", "kmod"):
+        files = sources(root, top, (".c", ".h"))
+        edges, tags = c_graph(root, files, [top, "include"])
+        check_circles(tap, "%s (includes and calls)" % top, edges)
+        longs = long_functions(tags)
+        tap.result(not longs, "%s: no function over %d lines" % (top, MAX_LINES),
+                   ["%s:%d %s() %d lines" % (f, ln, n, c)
+                    for f, n, ln, c in longs])
 
     # the Python package
     edges = py_graph(root, "libpin/python/pinmem")
