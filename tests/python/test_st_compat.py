@@ -331,6 +331,19 @@ def test_numpy_slice_errors_are_safetensors_words(scratch, case):
     assert str(e.value) == msg
 
 
+def test_a_directory_is_named_as_one(scratch):
+    """load_file and safe_open on a directory: an OSError that says it is a
+    directory, not "No such file or directory" (safetensors' is an OSError
+    too, ENODEV from mapping it)."""
+    where = os.path.join(scratch, "adir")
+    os.mkdir(where)
+    for load in (stpt.load_file, stnp.load_file,
+                 lambda p: safe_open(p, framework="np")):
+        with pytest.raises(IsADirectoryError) as e:
+            load(where)
+        assert e.value.filename == where and "Is a directory" in str(e.value)
+
+
 def test_safetensors_errors(scratch):
     missing = os.path.join(scratch, "missing.safetensors")
     with pytest.raises(FileNotFoundError) as e:          # [L-open]

@@ -321,9 +321,13 @@ def _parse_bytes(data):
 def parse_file(filename):
     """parse_header of a file, safe_open's wording; a file that cannot be
     opened is FileNotFoundError("No such file or directory: PATH"), the path
-    as Rust's Path::display() prints it (unquoted), whatever the errno."""
+    as Rust's Path::display() prints it (unquoted), whatever the errno,
+    except a directory: IsADirectoryError, an OSError as safetensors'
+    (which fails later, on mapping it, with ENODEV), that says what it is."""
     try:
         f = open(filename, "rb")
+    except IsADirectoryError as e:
+        raise IsADirectoryError(e.errno, e.strerror, filename) from None
     except OSError:
         raise not_found(filename) from None
     with f:
