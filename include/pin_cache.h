@@ -29,6 +29,13 @@ struct pin_st;		/* pin_st.h */
 
 #define PIN_CACHE_SOCKET	"/run/pinmem/cache.sock"
 
+/*
+ * The service's socket, by the one rule every program of pinmem follows:
+ * path when given (a --socket option), else $PIN_CACHE_SOCKET when set
+ * and not empty, else PIN_CACHE_SOCKET. Never NULL.
+ */
+const char *pin_cache_socket(const char *path);
+
 /* Fail when the service cannot be reached instead of loading privately. */
 #define PIN_CACHE_NO_FALLBACK	(1U << 0)
 
@@ -38,8 +45,7 @@ struct pin_cache_ck;
 struct pin_cache_opts {
 	uint32_t size;			/* sizeof(struct pin_cache_opts) */
 	uint32_t flags;			/* PIN_CACHE_NO_FALLBACK */
-	const char *socket;		/* NULL: $PIN_CACHE_SOCKET, else
-					 * PIN_CACHE_SOCKET */
+	const char *socket;		/* NULL: pin_cache_socket(NULL) */
 	char *why;			/* on failure, why; may be NULL */
 	size_t why_len;
 	/* Added after 1.0 (a caller built with 1.0 gets the default): */

@@ -68,8 +68,11 @@ static int someone_listens(const struct sockaddr_un *sa)
 	return ret;
 }
 
-/* Bind and listen at path (mode 0660: the owner's group may connect). */
-int listen_on_path(const char *path)
+/*
+ * Bind and listen at path (mode 0660: the owner's group may connect);
+ * *bound: the socket file's identity, for listen_path_remove.
+ */
+int listen_on_path(const char *path, struct stat *bound)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int s, ret;
@@ -84,10 +87,26 @@ int listen_on_path(const char *path)
 	if (s < 0)
 		return -errno;
 	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, 0660) < 0 || listen(s, 1024) < 0) {
+	    chmod(path, 0660) < 0 || stat(path, bound) < 0 ||
+	    listen(s, 1024) < 0) {
 		ret = -errno;
 		close(s);
 		return ret;
 	}
 	return s;
+}
+
+/*
+ * At exit, remove the socket file listen_on_path made, so that clients
+ * say "no service" rather than "connection refused"; a file another
+ * instance has bound there since stays. 0 when removed.
+ */
+int listen_path_remove(const char *path, const struct stat *bound)
+{
+	struct stat now;
+
+	if (stat(path, &now) || now.st_dev != bound->st_dev ||
+	    now.st_ino != bound->st_ino)
+		return -ENOENT;
+	return unlink(path) ? -errno : 0;
 }

@@ -10,8 +10,9 @@
  *   pinmem-cached --list [--socket PATH]
  *
  * Under systemd the socket comes from socket activation; otherwise it is
- * bound at PATH (default /run/pinmem/cache.sock). It starts empty: what
- * an earlier instance held died with it.
+ * bound at PATH (default $PIN_CACHE_SOCKET, else /run/pinmem/cache.sock:
+ * pin_cache_socket's rule, as for every client) and removed at exit. It
+ * starts empty: what an earlier instance held died with it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -63,9 +64,10 @@ static int list_entries(const char *path)
 	n = pin_cache_list(&o, buf, CACHE_LIST_MAX);
 	if (n < 0) {
 		fprintf(stderr, "pinmem-cached --list: %s: %s\n",
-			path ? path : PIN_CACHE_SOCKET, buf[0] ? buf : strerror(-n));
+			pin_cache_socket(path), buf[0] ? buf : strerror(-n));
 		free(buf);
-		return n == -ENOENT || n == -ECONNREFUSED ? 3 : 1;
+		return n == -ENOENT || n == -ECONNREFUSED ? TOOLS_EXIT_NODEV :
+		       TOOLS_EXIT_FAILED;
 	}
 	fputs(buf, stdout);
 	free(buf);
@@ -132,6 +134,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	uint64_t v;
 	int c;
 
+	argv[0] = (char *)"pinmem-cached";	/* getopt's words start with it */
 	while ((c = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->socket = optarg; break;
@@ -212,6 +215,50 @@ static int pick_backend(int want, char *why, size_t len)
 	return ret;
 }
 
+/*
+ * Listen (on systemd's sockets, else at the socket pin_cache_socket
+ * names), serve until SIGTERM or SIGINT, and say so at both ends; a
+ * socket file bound here is removed at exit.
+ */
+static int serve(struct options *o, uint64_t budget, int backend,
+		 const char *why)
+{
+	const char *path = NULL;
+	char b[32], share[32];
+	struct store s;
+	struct stat bound;
+	int lfds[16], n, ret;
+
+	n = listen_fds_from_systemd(lfds, 16);
+	if (n == 0) {
+		path = pin_cache_socket(o->socket);
+		lfds[0] = listen_on_path(path, &bound);
+		n = lfds[0] < 0 ? lfds[0] : 1;
+	}
+	if (n < 0) {
+		fprintf(stderr, "pinmem-cached: cannot listen on %s: %s\n",
+			path ? path : "the sockets systemd passed",
+			strerror(-n));
+		return 1;
+	}
+	ret = store_init(&s, budget, backend);
+	if (ret)
+		return 1;
+	human_bytes(budget, b, sizeof(b));
+	human_bytes(o->loop.member.share, share, sizeof(share));
+	fprintf(stderr, "pinmem-cached: serving at %s, budget %s (one user's share %s), %s; starting empty\n",
+		path ? path : "the sockets systemd passed", b, share, why);
+	ret = loop_run(&s, lfds, n, &o->loop);
+	store_fini(&s);
+	if (ret)
+		fprintf(stderr, "pinmem-cached: %s\n", strerror(-ret));
+	if (path && !listen_path_remove(path, &bound))
+		fprintf(stderr, "pinmem-cached: stopped; %s removed\n", path);
+	else
+		fprintf(stderr, "pinmem-cached: stopped\n");
+	return ret ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = {
@@ -223,9 +270,9 @@ int main(int argc, char **argv)
 				    .max_pending_fds = 64 },
 		},
 	};
-	char why[512], b[32], share[32];
+	char why[512];
 	uint64_t budget;
-	int lfds[16], n, backend, ret;
+	int backend;
 
 	if (parse_args(argc, argv, &o)) {
 		args_try_help();
@@ -243,29 +290,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pinmem-cached: %s\n", why);
 		return 1;
 	}
-	n = listen_fds_from_systemd(lfds, 16);
-	if (n == 0) {
-		lfds[0] = listen_on_path(o.socket ? o.socket : PIN_CACHE_SOCKET);
-		n = lfds[0] < 0 ? lfds[0] : 1;
-	}
-	if (n < 0) {
-		fprintf(stderr, "pinmem-cached: cannot listen on %s: %s\n",
-			o.socket ? o.socket : "the sockets systemd passed",
-			strerror(-n));
-		return 1;
-	}
-	struct store s;
-
-	ret = store_init(&s, budget, backend);
-	if (ret)
-		return 1;
-	human_bytes(budget, b, sizeof(b));
-	human_bytes(o.loop.member.share, share, sizeof(share));
-	fprintf(stderr, "pinmem-cached: serving, budget %s (one user's share %s), %s; starting empty\n",
-		b, share, why);
-	ret = loop_run(&s, lfds, n, &o.loop);
-	store_fini(&s);
-	if (ret)
-		fprintf(stderr, "pinmem-cached: %s\n", strerror(-ret));
-	return ret ? 1 : 0;
+	return serve(&o, budget, backend, why);
 }

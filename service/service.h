@@ -209,7 +209,8 @@ int list_start(struct store *s, uint64_t conn_id, uid_t caller);
 
 /* listen.c */
 int listen_fds_from_systemd(int *fds, int max);
-int listen_on_path(const char *path);
+int listen_on_path(const char *path, struct stat *bound);
+int listen_path_remove(const char *path, const struct stat *bound);
 
 /* loop.c */
 struct loop_opts {

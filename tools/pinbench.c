@@ -32,10 +32,13 @@
  * thread, and fio's as a child) is reported per GB moved; libpin's is that
  * of the whole load, its transfer alone is not metered apart.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pin.h>
 
@@ -75,7 +78,8 @@ static void usage(FILE *f)
 		"  --no-drop-caches    load, save: keep the page cache (else, as root, the\n"
 		"                      whole machine's page cache is dropped before each run)\n"
 		"  --version           pinbench's and libpin's version\n"
-		"Exit status: 0 ok, 1 a benchmark failed, 2 usage error.\n",
+		"Exit status: 0 ok, 1 a benchmark failed, 2 usage error, 3 no device\n"
+		"(donate and alloc-rate need /dev/pinmem).\n",
 		MAX_RUNS, PIN_IO_DEFAULT_QUEUE_DEPTH, PIN_IO_DEFAULT_REQUEST_SIZE);
 }
 
@@ -143,6 +147,7 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 	uint64_t v;
 	int ch;
 
+	argv[0] = (char *)"pinbench";	/* getopt's words start with it */
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -214,6 +219,43 @@ static void plan_cold_runs(struct cfg *c)
 	      "before each cold run; --no-drop-caches to keep it\n", stderr);
 }
 
+/* The usage error for what main did not take: exit 2. */
+static int bad_command(int n, char **words)
+{
+	static const char *const takes[] = {
+		"load", "shared", "evict", "save", "donate", "alloc-rate",
+	};
+	size_t i;
+
+	for (i = 0; n && i < sizeof(takes) / sizeof(takes[0]); i++)
+		if (!strcmp(words[0], takes[i]))
+			break;
+	if (!n)
+		fputs("pinbench: no command (load, shared, evict, save, donate or alloc-rate)\n",
+		      stderr);
+	else if (i == sizeof(takes) / sizeof(takes[0]))
+		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, save, donate or alloc-rate)\n",
+			words[0]);
+	else
+		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, save [OUT], donate, alloc-rate)\n",
+			words[0]);
+	args_try_help();
+	return ARGS_EXIT_USAGE;
+}
+
+/* FILE of load, shared or evict, opened once before anything is dropped. */
+static int readable(const char *cmd, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "pinbench %s: %s: %s\n", cmd, path, strerror(errno));
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct cfg c = {
@@ -232,14 +274,26 @@ int main(int argc, char **argv)
 	if (optind + 1 == argc && !strcmp(argv[optind], "alloc-rate"))
 		return bench_alloc_rate(&c, c.save_size);
 	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc) {
+		if (!readable("load", argv[optind + 1]))
+			return TOOLS_EXIT_FAILED;
 		plan_cold_runs(&c);
 		return bench_load_pool(&c, argv[optind + 1]);
 	}
 	if (optind < argc && !strcmp(argv[optind], "shared") && optind + 2 == argc) {
+		if (!readable("shared", argv[optind + 1]))
+			return TOOLS_EXIT_FAILED;
+		ret = service_check(&c, "shared");
+		if (ret)
+			return ret;
 		plan_cold_runs(&c);
 		return bench_shared(&c, argv[optind + 1]);
 	}
 	if (optind < argc && !strcmp(argv[optind], "evict") && optind + 2 == argc) {
+		if (!readable("evict", argv[optind + 1]))
+			return TOOLS_EXIT_FAILED;
+		ret = service_check(&c, "evict");
+		if (ret)
+			return ret;
 		plan_cold_runs(&c);
 		return bench_evict(&c, argv[optind + 1]);
 	}
@@ -248,9 +302,5 @@ int main(int argc, char **argv)
 		return bench_save(&c, optind + 1 < argc ? argv[optind + 1] :
 				  "pinbench-save.safetensors");
 	}
-	fprintf(stderr, "pinbench: %s\n", optind < argc ?
-		"a command is load FILE, shared FILE, evict FILE, save [OUT], donate or alloc-rate" :
-		"no command (load, shared, evict, save, donate or alloc-rate)");
-	args_try_help();
-	return ARGS_EXIT_USAGE;
+	return bad_command(argc - optind, argv + optind);
 }

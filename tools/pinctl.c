@@ -6,6 +6,7 @@
  *   pinctl [--json] ls                every region visible to the caller
  *   pinctl [--json] holders REGION-ID every mapping of one region
  *   pinctl [--json] cache [SOCKET]    pinmem-cached's entries and clients
+ *                                     (or --socket PATH)
  *
  * --json may also follow the command. PIN_BACKEND=device|portable in the
  * environment picks the backend as for every libpin program.
@@ -47,9 +48,9 @@
 #include "lib/args.h"
 #include "lib/json.h"
 
-#define EXIT_FAILED	1
-#define EXIT_USAGE	2
-#define EXIT_NODEV	3
+#define EXIT_FAILED	TOOLS_EXIT_FAILED
+#define EXIT_USAGE	ARGS_EXIT_USAGE
+#define EXIT_NODEV	TOOLS_EXIT_NODEV
 
 static const char usage_text[] =
 "usage: pinctl [--json] COMMAND [ARGS]\n"
@@ -64,11 +65,12 @@ static const char usage_text[] =
 "                      referenced outside any mapping (DMA pins, pipes)\n"
 "  nodes REGION-ID     the region's bytes on each NUMA node (module ABI 3)\n"
 "  cache [SOCKET]      pinmem-cached's entries: size, age, idle time, clients\n"
-"                      (pid, command) and whether each may be evicted; SOCKET:\n"
-"                      default $PIN_CACHE_SOCKET, else " PIN_CACHE_SOCKET "\n"
+"                      (pid, command) and whether each may be evicted\n"
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
+"  --socket PATH       cache: the service's socket (as the SOCKET operand;\n"
+"                      default $PIN_CACHE_SOCKET, else " PIN_CACHE_SOCKET ")\n"
 "  --version           pinctl's and libpin's version\n"
 "  -h, --help          this text\n"
 "\n"
@@ -487,9 +489,8 @@ static int cmd_holders(int json, const char *arg)
 /* The service's table; exit 3 when no service answers at sock. */
 static int cmd_cache(int json, const char *sock)
 {
-	const char *env = getenv("PIN_CACHE_SOCKET");
-	const char *name = sock ? sock : env ? env : PIN_CACHE_SOCKET;
-	struct pin_cache_opts o = { .size = sizeof(o), .socket = sock };
+	const char *name = pin_cache_socket(sock);
+	struct pin_cache_opts o = { .size = sizeof(o), .socket = name };
 	size_t len = 64 << 10;
 	char *buf = NULL, *n;
 	int ret;
@@ -532,12 +533,17 @@ static int bad_command_line(const char *why)
 
 int main(int argc, char **argv)
 {
-	const char *cmd = NULL, *arg = NULL;
+	const char *cmd = NULL, *arg = NULL, *sock = NULL;
 	int json = 0, i, extra = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = 1;
+		} else if (!strcmp(argv[i], "--socket") ||
+			   !strncmp(argv[i], "--socket=", 9)) {
+			sock = argv[i][8] ? argv[i] + 9 : argv[++i];
+			if (!sock)
+				return bad_command_line("--socket needs a PATH");
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("pinctl %s (libpin %s)\n", PIN_VERSION_STRING,
 			       pin_version());
@@ -559,6 +565,10 @@ int main(int argc, char **argv)
 	}
 	if (!cmd)
 		return bad_command_line("no command (info, ls, holders, nodes or cache)");
+	if (sock && strcmp(cmd, "cache"))
+		return bad_command_line("--socket is for the cache command");
+	if (sock && arg)
+		return bad_command_line("cache: SOCKET given twice (operand and --socket)");
 	if (!strcmp(cmd, "info") && !arg)
 		return cmd_info(json);
 	if (!strcmp(cmd, "ls") && !arg)
@@ -568,7 +578,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "nodes") && arg && !extra)
 		return cmd_nodes(json, arg);
 	if (!strcmp(cmd, "cache") && !extra)
-		return cmd_cache(json, arg);
+		return cmd_cache(json, sock ? sock : arg);
 	if (strcmp(cmd, "info") && strcmp(cmd, "ls") && strcmp(cmd, "holders") &&
 	    strcmp(cmd, "nodes") && strcmp(cmd, "cache")) {
 		fprintf(stderr, "pinctl: unknown command \"%s\"\n", cmd);

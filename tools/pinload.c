@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,7 +185,8 @@ static void print_nodes(struct pin_st *ck, int json)
  * load where no service answers (said on stderr).
  * Prints per file: tensors, bytes, seconds and how it was served.
  */
-static int load_shared_one(const char *path, int json, int timeout_ms)
+static int load_shared_one(const char *path, int json, int timeout_ms,
+			   const char *sock)
 {
 	struct pin_cache_ck *c;
 	char why[1024] = "";
@@ -193,8 +196,9 @@ static int load_shared_one(const char *path, int json, int timeout_ms)
 	int ret;
 
 	ret = pin_cache_open_path(path, &(struct pin_cache_opts){
-		.size = sizeof(struct pin_cache_opts), .why = why,
-		.why_len = sizeof(why), .timeout_ms = timeout_ms }, &c);
+		.size = sizeof(struct pin_cache_opts), .socket = sock,
+		.why = why, .why_len = sizeof(why), .timeout_ms = timeout_ms },
+		&c);
 	if (ret) {
 		fprintf(stderr, "pinload: %s: %s\n", path, why[0] ? why : strerror(-ret));
 		return 1;
@@ -223,12 +227,13 @@ static int load_shared_one(const char *path, int json, int timeout_ms)
 	return 0;
 }
 
-static int load_shared_all(int n, char **paths, int json, int timeout_ms)
+static int load_shared_all(int n, char **paths, int json, int timeout_ms,
+			   const char *sock)
 {
 	int status = 0;
 
 	for (int i = 0; i < n; i++)
-		status |= load_shared_one(paths[i], json, timeout_ms);
+		status |= load_shared_one(paths[i], json, timeout_ms, sock);
 	return status;
 }
 
@@ -256,6 +261,8 @@ static void usage(FILE *f)
 		"                      (a private load, said so, without it)\n"
 		"  --cache-timeout S   with --shared: wait S seconds (decimals allowed)\n"
 		"                      for the service (default $PIN_CACHE_TIMEOUT, else 5)\n"
+		"  --socket PATH       with --shared: the service's socket (default\n"
+		"                      $PIN_CACHE_SOCKET, else " PIN_CACHE_SOCKET ")\n"
 		"  --version           pinload's and libpin's version\n"
 		"The backend in use, and why, goes to stderr before the first load.\n"
 		"Exit status: 0 ok, 1 a load failed, 2 usage error.\n",
@@ -264,7 +271,7 @@ static void usage(FILE *f)
 
 struct options {
 	struct pin_io_opts o;
-	const char *save_to;
+	const char *save_to, *socket;
 	int json, verify, backend, noprog, node, shared, cache_timeout_ms;
 	unsigned node_flags;
 };
@@ -300,6 +307,10 @@ static int check_operands(int npaths, const struct options *op)
 		why = "--any-node needs --node";
 	else if (op->cache_timeout_ms && !op->shared)
 		why = "--cache-timeout needs --shared";
+	else if (op->socket && !op->shared)
+		why = "--socket needs --shared";
+	else if (op->save_to && op->shared)
+		why = "--save-to and --shared do not go together";
 	if (!why)
 		return -1;
 	fprintf(stderr, "pinload: %s\n", why);
@@ -326,6 +337,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 		{ "any-node", no_argument, NULL, 'A' },
 		{ "shared", no_argument, NULL, 'S' },
 		{ "cache-timeout", required_argument, NULL, 'T' },
+		{ "socket", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -333,6 +345,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 	uint64_t v;
 	int c;
 
+	argv[0] = (char *)"pinload";	/* getopt's words start with it */
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': op->json = 1; break;
@@ -367,6 +380,7 @@ static int parse_options(int argc, char **argv, struct options *op)
 			break;
 		case 'A': op->node_flags = PIN_REGION_ANY_NODE; break;
 		case 'S': op->shared = 1; break;
+		case 'k': op->socket = optarg; break;
 		case 'T':
 			if (parse_seconds("--cache-timeout", optarg, 86400, &v))
 				return ARGS_EXIT_USAGE;
@@ -569,6 +583,39 @@ static int load_one(struct pin_dev *dev, const char *path,
 	return status;
 }
 
+/*
+ * Whether --save-to's path can be written, asked before the load rather
+ * than found after it: 0, or 1 after naming the path as it was typed.
+ */
+static int check_save_to(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+	int err = 0;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "pinload: --save-to %s: is a directory (name the file to write)\n",
+			path);
+		return 1;
+	}
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s",
+			 slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st))
+		err = errno;
+	else if (!S_ISDIR(st.st_mode))
+		err = ENOTDIR;
+	else if (access(dir, W_OK | X_OK))
+		err = errno;
+	if (err)
+		fprintf(stderr, "pinload: --save-to %s: %s: %s\n", path, dir,
+			strerror(err));
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options op = {
@@ -585,7 +632,9 @@ int main(int argc, char **argv)
 		return ret;
 	if (op.shared)
 		return load_shared_all(argc - optind, argv + optind, op.json,
-				       op.cache_timeout_ms);
+				       op.cache_timeout_ms, op.socket);
+	if (op.save_to && check_save_to(op.save_to))
+		return 1;
 	ret = pin_dev_open(&dev, op.backend, &(struct pin_dev_opts){ .size = sizeof(struct pin_dev_opts), .why = why, .why_len = sizeof(why) });
 	if (ret) {
 		fprintf(stderr, "pinload: %s\n", why[0] ? why : strerror(-ret));

@@ -39,12 +39,12 @@ struct pin_cache_ck {
 	char how[320];
 };
 
-static const char *socket_path(const char *sock_path)
+const char *pin_cache_socket(const char *path)
 {
 	const char *env = getenv("PIN_CACHE_SOCKET");
 
-	if (sock_path)
-		return sock_path;
+	if (path && *path)
+		return path;
 	return env && *env ? env : PIN_CACHE_SOCKET;
 }
 
@@ -388,7 +388,7 @@ int pin_cache_open(int fd, const struct pin_cache_opts *opts,
 		free(c);
 		return -EBADF;
 	}
-	ret = shared_file(c, socket_path(o.socket), fd, o.why, o.why_len);
+	ret = shared_file(c, pin_cache_socket(o.socket), fd, o.why, o.why_len);
 	/* The private load reads the very file asked about. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	return open_end(c, ret, path, &o, ckp);
@@ -431,7 +431,7 @@ int pin_cache_open_path(const char *path, const struct pin_cache_opts *opts,
 	ret = open_begin(opts, &o, ckp, &c);
 	if (ret)
 		return ret;
-	ret = shared_index(c, socket_path(o.socket), path, o.why, o.why_len);
+	ret = shared_index(c, pin_cache_socket(o.socket), path, o.why, o.why_len);
 	return open_end(c, ret, path, &o, ckp);
 }
 
@@ -480,7 +480,7 @@ int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 	if (o.timeout_ms < 0)
 		return -EINVAL;
 	k.timeout_ms = cache_timeout_ms(o.timeout_ms);
-	ret = cache_call(socket_path(o.socket), &k);
+	ret = cache_call(pin_cache_socket(o.socket), &k);
 	if (ret == 0 && k.msg.type == CACHE_REP_ERROR)
 		ret = -k.msg.u.error.err;
 	else if (ret == 0 && k.msg.type != CACHE_REP_LIST)

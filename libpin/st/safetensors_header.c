@@ -382,7 +382,7 @@ static int check_len(struct pin_st *ck, const char *file, uint64_t size,
 		     uint64_t n)
 {
 	if (n > PIN_ST_MAX_HEADER)
-		return pin__st_fail(ck, -EINVAL, "%s: header length %llu over the limit of %llu",
+		return pin__st_fail(ck, -EINVAL, "%s: header length %llu over the limit of %llu (not a safetensors file?)",
 				    file, (unsigned long long)n, PIN_ST_MAX_HEADER);
 	if (n > size - 8)
 		return pin__st_fail(ck, -EINVAL, "%s: header length %llu runs past the end of the %llu-byte file (truncated?)",

@@ -10,7 +10,15 @@
 
 #include <stdint.h>
 
-#define ARGS_EXIT_USAGE	2
+/*
+ * The exit statuses every tool uses (pinctl, pinload, pinbench and
+ * pinmem-cached): 0 ok, 1 the operation failed, 2 a usage error, 3 no
+ * device where one is needed (/dev/pinmem absent) or no service answers
+ * at the cache socket.
+ */
+#define TOOLS_EXIT_FAILED	1
+#define ARGS_EXIT_USAGE		2
+#define TOOLS_EXIT_NODEV	3
 
 /* Decimal digits only, min <= value <= max: 0, or -1 after saying why. */
 int parse_u64(const char *opt, const char *text, uint64_t min, uint64_t max,

@@ -18,6 +18,7 @@
 #include <pin.h>
 
 #include "bench.h"
+#include "lib/args.h"
 
 #define ALLOC_THREADS_PARAM "/sys/module/pinmem/parameters/alloc_threads"
 
@@ -110,7 +111,7 @@ int bench_alloc_rate(struct cfg *c, uint64_t size)
 	if (ret) {
 		fprintf(stderr, "pinbench alloc-rate: needs /dev/pinmem (%s)\n",
 			strerror(-ret));
-		return 1;
+		return ret == -ENOENT ? TOOLS_EXIT_NODEV : TOOLS_EXIT_FAILED;
 	}
 	ret = alloc_threads_get(&was);
 	if (ret) {

@@ -62,6 +62,7 @@ double median_of(const double *in, int n);
 double median(const struct series *s);
 
 /* service.c: asking pinmem-cached (c->socket) */
+int service_check(const struct cfg *c, const char *cmd);
 int service_counts(const struct cfg *c, long *entries, long *loads);
 int service_evictions(const struct cfg *c, long *count, double *donate_ms,
 		      double *release_ms);

@@ -8,6 +8,7 @@
  * chunk to look at) and a trivial ioctl (VERSION) on the same region fd,
  * the unit the DONATE times are divided by.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <uapi/pinmem.h>
 
 #include "bench.h"
+#include "lib/args.h"
 
 /* Median of runs timings of one DONATE of r after a full view map/unmap. */
 static double donate_viewed_ns(struct pin_region *r, struct pin_view *v,
@@ -89,7 +91,7 @@ int bench_donate(struct cfg *c, uint64_t max)
 	if (ret) {
 		fprintf(stderr, "pinbench donate: needs /dev/pinmem (%s)\n",
 			strerror(-ret));
-		return 1;
+		return ret == -ENOENT ? TOOLS_EXIT_NODEV : TOOLS_EXIT_FAILED;
 	}
 	printf("pinbench donate: %d runs per size, medians; DONATE after a view mapped the whole region\n",
 	       c->runs);

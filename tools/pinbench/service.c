@@ -14,6 +14,7 @@
 #include <pin.h>
 
 #include "bench.h"
+#include "lib/args.h"
 
 /* The service's --list text, NUL-terminated in buf (< 0: -errno). */
 static int service_list(const struct cfg *c, char *buf, size_t len)
@@ -24,6 +25,24 @@ static int service_list(const struct cfg *c, char *buf, size_t len)
 	if (ret >= 0)
 		buf[len - 1] = 0;
 	return ret;
+}
+
+/*
+ * Whether a service answers at the socket, asked before a benchmark that
+ * needs one: 0, or the exit status after saying which socket did not
+ * answer (TOOLS_EXIT_NODEV when nothing listens there).
+ */
+int service_check(const struct cfg *c, const char *cmd)
+{
+	char buf[4096];
+	int ret = service_list(c, buf, sizeof(buf));
+
+	if (ret >= 0)
+		return 0;
+	fprintf(stderr, "pinbench %s: no service at %s: %s (start pinmem-cached, or --socket PATH)\n",
+		cmd, pin_cache_socket(c->socket), strerror(-ret));
+	return ret == -ENOENT || ret == -ECONNREFUSED ? TOOLS_EXIT_NODEV :
+	       TOOLS_EXIT_FAILED;
 }
 
 /*
