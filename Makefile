@@ -11,7 +11,8 @@
 #   make check-kcsan  the kselftests, fault injection, the ABI fuzzer and the
 #                   soak on the data-race kernel (KCSAN; its own build)
 #   make fuzz       long fuzzing: libFuzzer targets and the ABI fuzzer
-#   make demo       deps, build, then the demo in a guest
+#   make demo       deps, what the demo runs (module, libpin, pinmem-cached),
+#                   then the demo in a guest
 #   make stress     the whole checkpoint-load matrix in a guest per kernel
 #                   (tests/io/load-matrix.py --full; hours under TCG)
 #   make boot-loop  boot the rig's guest N times (KERNEL=6.12 N=300) and
@@ -109,12 +110,16 @@ fuzz: all fuzz-build
 	PINMEM_VM_TIMEOUT=7200 PINMEM_FUZZ_USER_OPS=$${PINMEM_FUZZ_USER_OPS:-1000000} \
 		tests/vm/run tests/guest.d/61-fuzz-user
 
-# Parts 1-5 under Debian's python3 (torch), then part 6 (JAX) under the
-# venv that tests/deps.sh made, in the same guest.
+# Parts 1-6 under Debian's python3 (torch), then part 7 (JAX) under the
+# venv that tests/deps.sh made, in the same guest. It builds only what the
+# demo runs: the module for the guest's kernel, libpin and pinmem-cached
+# (part 6), not the test programs, sanitizer builds and fuzzers of all.
+DEMO_KERNEL := 6.1
 demo: deps
-	$(MAKE) all
-	tests/vm/run sh -c '/usr/bin/python3 libpin/python/demo.py && \
-		"$$(tests/python-venv path)/bin/python" libpin/python/demo_jax.py'
+	$(MAKE) $(B)/kmod/$(DEMO_KERNEL)/pinmem.ko $(B)/lib/libpin.so.1 $(CACHED)
+	PINMEM_KERNEL=$(DEMO_KERNEL) tests/vm/run sh -c '/usr/bin/python3 libpin/python/demo.py && \
+		"$$(tests/python-venv path)/bin/python" libpin/python/demo_jax.py && \
+		echo "demo: parts 1-7: all checks passed"'
 
 # Every layout x backend x geometry of the load matrix, per kernel (the
 # guest gets room for a 600 MiB file and its region); then the races of

@@ -579,10 +579,10 @@ def cache_part(outdir):
         import demo_cache
     except ImportError as e:
         print()
-        print("7. One copy per host skipped: %s" % e)
+        print("6. One copy per host skipped: %s" % e)
         return
     print()
-    demo_cache.part7(outdir, check)
+    demo_cache.part6(outdir, check)
 
 
 def main():
@@ -593,16 +593,16 @@ def main():
                     help="part 1: iterations (default 1000)")
     ap.add_argument("--ckpt-mb", type=int, default=32,
                     help="part 3: MiB of checkpoint (default 32)")
-    ap.add_argument("--parts", default="1,2,3,4,5,7",
+    ap.add_argument("--parts", default="1,2,3,4,5,6",
                     help="the parts to run, comma-separated (default all: "
-                    "1,2,3,4,5,7)")
+                    "1,2,3,4,5,6; part 7, JAX, is demo_jax.py)")
     ap.add_argument("--out", default=None,
                     help="where files go (default: $PINMEM_SCRATCH, else a "
                     "temporary folder)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
-    if not parts <= {"1", "2", "3", "4", "5", "7"}:
-        ap.error("--parts: %s: the parts are 1, 2, 3, 4, 5 and 7" % args.parts)
+    if not parts <= {"1", "2", "3", "4", "5", "6"}:
+        ap.error("--parts: %s: the parts are 1, 2, 3, 4, 5 and 6" % args.parts)
     base = args.out or os.environ.get("PINMEM_SCRATCH") or None
     outdir = tempfile.mkdtemp(prefix="pinmem-demo-", dir=base)
     size = max(4096, int(args.size_mb * MiB) // 4096 * 4096)
@@ -624,16 +624,17 @@ def main():
         part3(dev, args.ckpt_mb, outdir)
     if parts & {"4", "5"}:
         torch_parts(dev, parts, size, args, outdir)
-    if "7" in parts:
+    if "6" in parts:
         cache_part(outdir)
     dev.close()
     for name in os.listdir(outdir):
         os.unlink(os.path.join(outdir, name))
     os.rmdir(outdir)
     print()
-    print("demo: %s in %.1f s" % ("all checks passed" if not failures else
-                                  "%d check(s) FAILED" % len(failures),
-                                  time.perf_counter() - t_all))
+    print("demo: %s (parts %s) in %.1f s" % (
+        "all checks passed" if not failures else
+        "%d check(s) FAILED" % len(failures),
+        ",".join(sorted(parts)), time.perf_counter() - t_all))
     return 1 if failures else 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pinmem demo, part 7: one checkpoint, four workers, one copy in memory.
+"""pinmem demo, part 6: one checkpoint, four workers, one copy in memory.
 
 pinmem-cached serves a checkpoint to four worker processes, each of which
 loads it with load_file(path, shared=True) as a tensor-parallel worker
@@ -91,8 +91,8 @@ def try_second(path, sock):
         return False, str(e)
 
 
-def part7(outdir, check):
-    print("7. One copy per host: pinmem-cached and four workers")
+def part6(outdir, check):
+    print("6. One copy per host: pinmem-cached and four workers")
     binary = cached_binary()
     if binary is None:
         print("   skipped: pinmem-cached is not built (make)")
@@ -168,7 +168,7 @@ def main():
 
     outdir = tempfile.mkdtemp(prefix="pinmem-demo-cache-",
                               dir=sys.argv[1] if len(sys.argv) > 1 else None)
-    part7(outdir, check)
+    part6(outdir, check)
     os.rmdir(outdir)
     return 1 if failures else 0
 

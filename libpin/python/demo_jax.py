@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""pinmem demo, part 6 (make demo runs it after demo.py, under the Python
+"""pinmem demo, part 7 (make demo runs it after demo.py, under the Python
 of tests/python-venv, which has jax): JAX issue 26216's loop in real JAX.
 
 A bf16 checkpoint loaded with pinmem.jax.load_safetensors (jax.Arrays over
@@ -55,7 +55,7 @@ def main():
     path = os.path.join(outdir, "weights.safetensors")
     dev = pinmem.open()
     print()
-    print("6. The loop in real JAX (jax %s on %s, backend %s)" %
+    print("7. The loop in real JAX (jax %s on %s, backend %s)" %
           (jax.__version__, jax.devices()[0].platform, dev.backend))
     w = (np.sin(np.arange(1 << 19, dtype=np.float32) / 97.0)
          .astype(ml_dtypes.bfloat16).reshape(512, 1024))
@@ -68,8 +68,8 @@ def main():
     print("   w: jax.Array %s %s at 0x%x, in region %d's view mapping "
           "0x%x-0x%x (no copy)" % (x.dtype, x.shape, addr, region.id,
                                     rng[0], rng[1]))
-    check(rng[0] <= addr < rng[1], "part 6: the array reads the mapping")
-    check(np.array_equal(np.asarray(x), w), "part 6: the weights loaded")
+    check(rng[0] <= addr < rng[1], "part 7: the array reads the mapping")
+    check(np.array_equal(np.asarray(x), w), "part 7: the weights loaded")
     cached = np.asarray(x)          # the cached NumPy view
     step = jax.jit(lambda a: a * 2, donate_argnums=0)
     y = step(x)
@@ -80,27 +80,27 @@ def main():
           "(JAX copied: a view lives)" % cached.ctypes.data)
     try:
         region.donate()
-        check(False, "part 6: DONATE with a live view must be refused")
+        check(False, "part 7: DONATE with a live view must be refused")
     except pinmem.BusyError as e:
         print("   region DONATE -> refused (EBUSY): %s" % e.strerror)
         mine = [h for h in e.holders if h.kind == "view"]
         check([(h.pid, h.start, h.end) for h in mine] ==
-              [(os.getpid(),) + rng], "part 6: the holder named is the view")
+              [(os.getpid(),) + rng], "part 7: the holder named is the view")
     except pinmem.PinError as e:
         print("   backend %s: donate -> %s" % (dev.backend, e))
-        check(e.errno == 95, "part 6: portable donate says unsupported")
-    check(np.array_equal(cached, w), "part 6: nothing overwritten under "
+        check(e.errno == 95, "part 7: portable donate says unsupported")
+    check(np.array_equal(cached, w), "part 7: nothing overwritten under "
           "the live view")
     check(np.array_equal(np.asarray(y), (w.astype(np.float32) * 2)
-                         .astype(ml_dtypes.bfloat16)), "part 6: the step")
+                         .astype(ml_dtypes.bfloat16)), "part 7: the step")
     del cached
     gc.collect()
-    check(not mapped(rng[0]), "part 6: the last view gone, unmapped")
+    check(not mapped(rng[0]), "part 7: the last view gone, unmapped")
     if dev.donation_supported:
         region.donate()
         print("   cached view dropped -> region DONATE: ok, state %s, "
               "views %d" % (region.state, region.info().view_mappings))
-        check(region.state == "donated", "part 6: donated")
+        check(region.state == "donated", "part 7: donated")
         region.publish()
     # Donation of a pinned array with no view left: XLA cannot write an
     # imported buffer, so it allocates the output; the region is unchanged.
@@ -116,14 +116,14 @@ def main():
           "(XLA's), mapping 0x%x-0x%x %s" %
           (x.is_deleted(), out, rng[0], rng[1],
            "still mapped" if mapped(rng[0]) else "unmapped"))
-    check(x.is_deleted(), "part 6: the donated array is deleted")
-    check(not rng[0] <= out < rng[1], "part 6: the output is not the region")
-    check(not mapped(rng[0]), "part 6: JAX released the mapping")
+    check(x.is_deleted(), "part 7: the donated array is deleted")
+    check(not rng[0] <= out < rng[1], "part 7: the output is not the region")
+    check(not mapped(rng[0]), "part 7: JAX released the mapping")
     r2 = params.regions[0]
     same = np.array_equal(r2.view(ml_dtypes.bfloat16, w.shape, offset=off), w)
     print("   region %d after the step: %s" %
           (r2.id, "unchanged" if same else "CHANGED"))
-    check(same, "part 6: the donated array's region unchanged")
+    check(same, "part 7: the donated array's region unchanged")
     del x, y
     r2.close()
     region.close()
@@ -132,7 +132,7 @@ def main():
     os.rmdir(outdir)
     dev.close()
     print()
-    print("demo (JAX): %s in %.1f s" % (
+    print("demo (part 7, JAX): %s in %.1f s" % (
         "all checks passed" if not failures else
         "%d check(s) FAILED" % len(failures), time.perf_counter() - t0))
     return 1 if failures else 0
