@@ -253,7 +253,7 @@ int pin_region_unmap(struct pin_region *r);
 int pin_region_info(struct pin_region *r, struct pin_region_info *info);
 
 /*
- * State changes (see DESIGN.md). On -EBUSY the region's error text names
+ * State changes (see Documentation/design.md). On -EBUSY the region's error text names
  * the holders: pid, command, address range and protection.
  *  pin_region_seal: -EBUSY while a writable view mapping exists, or
  *      references taken through one remain (O_DIRECT still writing);

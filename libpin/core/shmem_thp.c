@@ -5,7 +5,7 @@
  * "advise" mode. The loader asks because it fallocates a step before
  * faulting it in (fill.c, cheaper for 4 KiB pages), and under "advise"
  * that fallocate, which has no mapping to take the advice from, fixes the
- * pages at 4 KiB (Documentation/benchmarks.md, "shmem THP").
+ * pages at 4 KiB (Documentation/benchmark-log.md, "Shmem THP").
  *
  * The knobs (Documentation/admin-guide/mm/transhuge.rst): shmem_enabled
  * holds always, within_size, advise, never, or the testing modes deny

@@ -13,7 +13,7 @@ os.chdir(sys.argv[1])
 # writer puts it on 4096; other writers: load_safetensors' copy_unaligned).
 pinmem.save_safetensors("model.safetensors", {"w": np.ones((4, 4), np.float32)})
 # guide
-import gc, jax, jax.numpy as jnp, pinmem, pinmem.jax as pj
+import gc, jax, jax.numpy as jnp, numpy as np, pinmem, pinmem.jax as pj
 
 params = pj.load_safetensors("model.safetensors")   # name -> jax.Array over a sealed region
 w = params["w"]                                  # zero-copy: pj.mapping_range(w) is its mapping

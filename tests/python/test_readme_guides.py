@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """The README's guides run: each guide's code is tests/examples/*-guide.py
-after its "# guide" line, shown in the README exactly as it is there, and
-the file runs to its end."""
+after its "# guide" line, shown in the README exactly as it is there; the
+file runs to its end, and the README's block runs on its own, as a reader
+copies it, in the folder the file's set-up prepared (so it cannot lean on
+a name the set-up imported)."""
+import builtins
 import importlib.util
 import os
 import re
@@ -9,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+import symtable
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GUIDES = {"jax": "Using pinmem with JAX", "torch": "Using pinmem with PyTorch"}
@@ -32,10 +36,23 @@ def example(name):
         return path, f.read().split("# guide\n", 1)[1]
 
 
-def run(path, where):
+def run(path, where, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "libpin", "python"))
     return subprocess.run([sys.executable, path, str(where)], env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300,
+                          cwd=cwd)
+
+
+def run_alone(name, where):
+    """The file (its set-up writes the checkpoint into where), then the
+    README's block alone, from where."""
+    p = run(example(name)[0], where)
+    if p.returncode != 0:
+        return p
+    block = os.path.join(str(where), "readme-%s.py" % name)
+    with open(block, "w") as f:
+        f.write(readme_code(GUIDES[name]))
+    return run(block, where, cwd=str(where))
 
 
 @pytest.mark.parametrize("name", sorted(GUIDES))
@@ -51,11 +68,48 @@ def needs(module):
 @pytest.mark.torch
 def test_torch_guide_runs(tmp_path):
     needs("torch")
-    p = run(example("torch")[0], tmp_path)
+    p = run_alone("torch", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_jax_guide_runs(tmp_path):
     needs("jax")
-    p = run(example("jax")[0], tmp_path)
+    p = run_alone("jax", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+# Names a block of python.md may use without defining them: the reader's
+# own (a model to load a state dict into).
+READERS_OWN = {"model"}
+
+
+def python_blocks(rel):
+    with open(os.path.join(TOP, rel)) as f:
+        return re.findall(r"```python\n(.*?)```", f.read(), re.S)
+
+
+def undefined(code):
+    """Names the code reads at its top level but never binds or imports."""
+    table = symtable.symtable(code, "<block>", "exec")
+    tables, names = [table], set()
+    while tables:
+        t = tables.pop()
+        tables.extend(t.get_children())
+        for sym in t.get_symbols():
+            if sym.is_referenced() and (sym.is_global() or t is table) \
+                    and not sym.is_assigned() and not sym.is_imported():
+                names.add(sym.get_name())
+    bound = {s.get_name() for s in table.get_symbols()
+             if s.is_assigned() or s.is_imported()}
+    return names - bound - set(dir(builtins)) - READERS_OWN
+
+
+@pytest.mark.parametrize("rel", ["README.md", "Documentation/python.md"])
+def test_every_block_imports_what_it_uses(rel):
+    """A block a reader copies runs without a NameError: each name it uses
+    is imported or assigned in it (python.md's blocks also use the files of
+    the reader's own checkpoint, which this cannot check)."""
+    blocks = python_blocks(rel)
+    assert blocks, "%s has no python block" % rel
+    for code in blocks:
+        assert not undefined(code), (undefined(code), code)
