@@ -345,7 +345,6 @@ static int parse_options(int argc, char **argv, struct options *op)
 	uint64_t v;
 	int c;
 
-	argv[0] = (char *)"pinload";	/* getopt's words start with it */
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'j': op->json = 1; break;
@@ -627,6 +626,7 @@ int main(int argc, char **argv)
 	struct pin_dev *dev;
 	char why[1024];
 
+	argv[0] = (char *)"pinload";	/* getopt's words start with it */
 	ret = parse_options(argc, argv, &op);
 	if (ret >= 0)
 		return ret;
