@@ -62,6 +62,8 @@ class Unavailable(Exception):
 
 
 def socket_path(sock=None):
+    """libpin's pin_cache_socket rule, the one every pinmem program uses:
+    sock, else $PIN_CACHE_SOCKET when set and not empty, else SOCKET."""
     return sock or os.environ.get("PIN_CACHE_SOCKET") or SOCKET
 
 
