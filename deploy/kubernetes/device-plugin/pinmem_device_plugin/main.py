@@ -32,7 +32,10 @@ def options(argv):
                     help="devices advertised, each a share of /dev/pinmem "
                     "(default 16): the most containers per node that use it")
     ap.add_argument("--device", default="/dev/pinmem",
-                    help="the device node to watch and hand out")
+                    help="the host's device node, handed to containers")
+    ap.add_argument("--watch", help="what says the module is loaded, as this "
+                    "process sees it: a device node or a folder (default "
+                    "--device; in a pod /sys/class/misc/pinmem)")
     ap.add_argument("--plugin-dir", default="/var/lib/kubelet/device-plugins",
                     help="the kubelet's device plugin folder (kubelet.sock)")
     ap.add_argument("--endpoint", default="pinmem.sock",
@@ -54,6 +57,7 @@ def options(argv):
     if cfg.interval <= 0 or "/" in cfg.endpoint:
         ap.error("--interval must be above 0, --endpoint a file name")
     cfg.cdi_dirs = [d for d in cfg.cdi_dirs.split(":") if d]
+    cfg.watch = cfg.watch or cfg.device
     return cfg
 
 
@@ -89,7 +93,7 @@ def serve(cfg, node, stop):
     try:
         while not stop.is_set():
             if node.refresh():
-                log.info("%s %s", cfg.device,
+                log.info("%s %s", cfg.watch,
                          "present" if node.present else "absent")
             kubelet = identity(kubelet_sock)
             if identity(sock) != own or (registered and kubelet != registered):
@@ -115,9 +119,9 @@ def main(argv=None):
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    node = Node(cfg.device, cfg.replicas)
+    node = Node(cfg.watch, cfg.replicas)
     log.info("%s: %s %s, %d devices when present", cfg.resource_name,
-             cfg.device, "present" if node.present else "absent",
+             cfg.watch, "present" if node.present else "absent",
              cfg.replicas)
     while serve(cfg, node, stop):
         pass

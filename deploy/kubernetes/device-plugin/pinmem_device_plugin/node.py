@@ -9,8 +9,10 @@ replicas are): a container asks for one to be given the node.
 - Gone after it was seen (the module unloaded): every device Unhealthy,
   so the kubelet stops admitting pods for it; Healthy again if it returns.
 
-refresh() looks at the path (a character device, or nothing) and wakes
-the watchers when what it advertises changes; changes are numbered.
+refresh() looks at the path it watches, the device node (a character
+device) or the module's folder in sysfs (/sys/class/misc/pinmem, which a
+container's /sys shows without any host mount), and wakes the watchers
+when what it advertises changes; changes are numbered.
 """
 import os
 import stat
@@ -19,11 +21,13 @@ import threading
 from .api import HEALTHY, UNHEALTHY
 
 
-def is_char_device(path):
+def is_there(path):
+    """PATH is a character device or a folder (following links)."""
     try:
-        return stat.S_ISCHR(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode
     except OSError:
         return False
+    return stat.S_ISCHR(mode) or stat.S_ISDIR(mode)
 
 
 class Node:
@@ -38,7 +42,7 @@ class Node:
 
     def refresh(self):
         """Look at the device node; True when what is advertised changed."""
-        present = is_char_device(self.path)
+        present = is_there(self.path)
         with self.cond:
             if present == self.present:
                 return False

@@ -56,8 +56,8 @@ class Plugin:
         self.node.refresh()
         if not self.node.present:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                          "%s is absent: the pinmem module is not loaded "
-                          "on this node" % self.node.path)
+                          "the pinmem module is not loaded on this node "
+                          "(%s is absent)" % self.node.path)
 
     def Allocate(self, request, context):
         out = pb.AllocateResponse()
