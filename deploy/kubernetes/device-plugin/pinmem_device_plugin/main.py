@@ -73,14 +73,20 @@ def start_server(cfg, node):
     return server, sock
 
 
-def try_register(cfg):
+def try_register(cfg, said):
+    """Register; a failure is logged once until its text changes (SAID:
+    a one-item list holding the last text logged)."""
     try:
         register(cfg.plugin_dir, cfg.endpoint, cfg.resource_name,
                  plugin_options())
+        said[0] = None
         return True
     except grpc.RpcError as e:
-        log.warning("registering with the kubelet: %s", e.details()
-                    if hasattr(e, "details") else e)
+        why = e.details() if hasattr(e, "details") else str(e)
+        if why != said[0]:
+            log.warning("registering with the kubelet: %s; trying again "
+                        "every %g s", why, cfg.interval)
+            said[0] = why
         return False
 
 
@@ -90,6 +96,7 @@ def serve(cfg, node, stop):
     own = identity(sock)
     kubelet_sock = os.path.join(cfg.plugin_dir, api.KUBELET_SOCKET)
     registered = None
+    said = [None]
     try:
         while not stop.is_set():
             if node.refresh():
@@ -100,7 +107,7 @@ def serve(cfg, node, stop):
                 log.info("the kubelet restarted: serving and registering anew")
                 return True
             if registered is None and kubelet is not None and \
-                    try_register(cfg):
+                    try_register(cfg, said):
                 registered = kubelet
                 log.info("registered %s (%d devices) at %s", cfg.resource_name,
                          len(node.snapshot()[1]), sock)
