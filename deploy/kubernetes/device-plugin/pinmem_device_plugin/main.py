@@ -123,6 +123,10 @@ def main(argv=None):
     cfg = options(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="pinmem-device-plugin: %(message)s")
+    if not os.path.isdir(cfg.plugin_dir):
+        log.error("%s is not a folder: is the kubelet installed here?",
+                  cfg.plugin_dir)
+        return 1
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
