@@ -23,6 +23,7 @@
 #                   (PREFIX, DESTDIR); it says how to install the module
 #   make install-dkms  the module's source for DKMS, udev rule, modules-load.d
 #   make userland   libpin and the tools only (no module, no tests)
+#   make device-plugin  the Kubernetes device plugin (Python), in build/
 #   make deb        the Debian packages, in build/deb/
 
 .DEFAULT_GOAL := all
@@ -66,6 +67,7 @@ include tools/tools.mk
 include tests/tests.mk
 include deploy/deploy.mk
 include service/service.mk
+include deploy/kubernetes/device-plugin/device-plugin.mk
 
 userland: $(B)/lib/libpin.so.1 $(B)/lib/libpin.a $(B)/lib/libpin.pc $(TOOLS)
 

@@ -13,6 +13,7 @@ linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source
 busybox-static kmod cpio e2fsprogs xfsprogs dmsetup xz-utils
 sparse cppcheck valgrind strace trace-cmd liburing-dev fio groff-base
 python3 python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip
+python3-grpcio python3-protobuf protobuf-compiler
 python3-venv
 debhelper dh-dkms dh-python dkms python3-all lintian mmdebstrap systemd-container
 clang libfuzzer-14-dev libjansson-dev universal-ctags abigail-tools

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """The shape of the sources, as TAP: no circles between files (libpin, the
-tools, the cache service, kmod, the Python package), libpin's layers used
+tools, the cache service, kmod, the Python packages: the binding and the
+Kubernetes device plugin), libpin's layers used
 only from above, and no function longer than a screen (libpin, the tools,
 the service, kmod), counted
 from the line its definition starts on to its closing brace.
@@ -261,9 +262,12 @@ def main():
                    ["%s:%d %s() %d lines" % (f, ln, n, c)
                     for f, n, ln, c in longs])
 
-    # the Python package
-    edges = py_graph(root, "libpin/python/pinmem")
-    check_circles(tap, "python package pinmem (imports)", edges)
+    # the Python packages: the binding, the Kubernetes device plugin
+    for pkg in ("libpin/python/pinmem",
+                "deploy/kubernetes/device-plugin/pinmem_device_plugin"):
+        edges = py_graph(root, pkg)
+        check_circles(tap, "python package %s (imports)" % os.path.basename(pkg),
+                      edges)
     return tap.done()
 
 
