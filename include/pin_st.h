@@ -109,6 +109,14 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  * pinmem-cached sizes the region by the file it was asked about.
  */
 #define PIN_ST_LOAD_WHOLE_FILE	(1U << 0)
+/*
+ * pin_st_load: leave each region OPEN instead of sealing it, for a caller
+ * that owns the loaded regions alone and maps them writable (the Python
+ * binding's torch loads: writable tensors in pinned, CUDA-registered
+ * memory that no other process maps). pin_st_load_into leaves the
+ * caller's region in its state either way.
+ */
+#define PIN_ST_LOAD_OPEN	(1U << 1)
 
 /*
  * Options of pin_st_load and pin_st_load_into; NULL: none. region places
@@ -119,7 +127,7 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  */
 struct pin_st_load_opts {
 	uint32_t size;			/* sizeof(struct pin_st_load_opts) */
-	uint32_t flags;			/* PIN_ST_LOAD_WHOLE_FILE or 0 */
+	uint32_t flags;			/* PIN_ST_LOAD_WHOLE_FILE, _OPEN, 0 */
 	const struct pin_region_opts *region;
 	const struct pin_io_opts *io;
 };
@@ -130,7 +138,8 @@ struct pin_st_load_opts {
  * index; every entry must be in the file it names and every tensor of a
  * shard in the map), into pinned regions of dev: one region per file, the
  * file's data section read once, with O_DIRECT where allowed, in large
- * requests. Each region is sealed when its file is loaded. On failure the
+ * requests. Each region is sealed when its file is loaded (unless
+ * PIN_ST_LOAD_OPEN). On failure the
  * checkpoint is left empty. The checkpoint must be empty (-EBUSY).
  * opts->io->progress, if set, sees done/total bytes over the whole
  * checkpoint.

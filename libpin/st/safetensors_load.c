@@ -170,14 +170,15 @@ static int read_data(struct file_load *fl, const struct pin_io_opts *po,
 	return 0;
 }
 
-/* Stage 3, seal: the region read-only for good; *map where it now is. */
+/* Stage 3, seal: the region read-only for good (left OPEN with
+ * PIN_ST_LOAD_OPEN); *map where it now is. */
 static int seal_region(struct file_load *fl, void **map)
 {
 	struct pin_st *ck = fl->ck;
 	uint64_t tp = pin__now_ns();
 	int ret;
 
-	ret = pin_region_seal(fl->r);
+	ret = (ck->load_flags & PIN_ST_LOAD_OPEN) ? 0 : pin_region_seal(fl->r);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s: sealing its region: %s",
 				    fl->sf->path, pin_region_error(fl->r));
@@ -350,7 +351,7 @@ int pin__st_load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
 		return pin__st_fail(ck, ret, "load options: %s",
 				    ret == -E2BIG ? "fields this libpin does not know are set" :
 				    "size below libpin 1.0's (PIN_INIT sets it)");
-	if ((lo->flags & ~PIN_ST_LOAD_WHOLE_FILE) || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
+	if ((lo->flags & ~(PIN_ST_LOAD_WHOLE_FILE | PIN_ST_LOAD_OPEN)) || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
 	    ro.flags == PIN_REGION_ANY_NODE ||
 	    ((ro.flags & PIN_REGION_NODE) && ro.node < 0))
 		return pin__st_fail(ck, -EINVAL,

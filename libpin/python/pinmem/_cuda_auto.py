@@ -11,9 +11,15 @@ is said. Otherwise every shared view mapping is registered once it is
 mapped (pin_cuda_register_view: in chunks, read-only for a read-only
 mapping) and unregistered before it is unmapped; a registration the
 driver refuses is said once (a warning) and the mapping stays usable,
-unregistered. Copy-on-write (private) mappings are never registered: the
-driver would pin the pages the mapping reads now, and a write would
-then give the process a private copy the GPU never sees.
+unregistered. That covers every loader's tensors and arrays: torch's
+private loads (writable, over the process's own open region), shared
+and NumPy/JAX loads (read-only), pinmem.torch.empty/zeros and their
+pool's slabs, and pinmem-cached's views (imported through libpin).
+Copy-on-write (private) mappings, which only Region.view(...,
+copy_on_write=True) and load_safetensors(..., copy_on_write=True) make,
+are never registered: the driver would pin the pages the mapping reads
+now, and a write would then give the process a private copy the GPU
+never sees.
 PINMEM_CUDA_REGISTER=0 turns all of it off. At exit, what is still
 registered is unregistered and the handle closed.
 """
@@ -67,6 +73,8 @@ class _Auto:
         self.ptr = None
         #: view mapping address -> (start, end), registered
         self.ranges = {}
+        #: the CUDA device ordinal registrations are made for
+        self.device = 0
 
     def _open(self):
         self.tried = True
@@ -95,6 +103,16 @@ class _Auto:
                           stacklevel=5)
                 return
             self.ranges[addr] = (addr, addr + length)
+
+    def active(self):
+        """Whether a driver is open and registering."""
+        with self.lock:
+            return self.ptr is not None
+
+    def covers(self, lo, hi):
+        """Whether [lo, hi) lies in one live registration."""
+        with self.lock:
+            return any(a <= lo and hi <= b for a, b in self.ranges.values())
 
     def unregister(self, view, addr):
         with self.lock:

@@ -183,6 +183,8 @@ def why_of(opts, buf):
 
 # One step of a load (pin_st_timeline); flags: PIN_ST_STEP_*.
 PIN_ST_STEP_KERNEL_FILL = 1
+# pin_st_load_opts.flags
+PIN_ST_LOAD_OPEN = 1 << 1
 
 
 class PinStStep(Structure):
@@ -258,6 +260,9 @@ _PROTOTYPES = {
     "pin_view_map": (c_int, [_view, c_int, POINTER(c_void_p)]),
     "pin_view_unmap": (c_int, [_view, c_void_p]),
     "pin_view_fd": (c_int, [_view]),
+    "pin_view_import": (c_int, [_dev, c_int, POINTER(c_void_p)]),
+    "pin_view_length": (c_uint64, [_view]),
+    "pin_view_offset": (c_uint64, [_view]),
 }
 
 # Checkpoint I/O and references; optional so that an older libpin still

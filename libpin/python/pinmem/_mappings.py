@@ -6,14 +6,16 @@ export (dlpack.py). Part of pinmem.core, which re-exports every name (the
 classes keep "pinmem.core" as their module); core's docstring says who owns
 what."""
 import ctypes
+import errno as _errno
 import os
+import resource
 import sys
 import weakref
 
 import numpy as np
 
 from . import _cuda_auto, _lib
-from ._errors import _check
+from ._errors import PinError, _check
 from ._lib import lib
 
 _CORE = "pinmem.core"
@@ -37,6 +39,8 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                        ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.mlock.restype = ctypes.c_int
+_libc.mlock.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _MAP_PRIVATE = 0x02
 _MAP_FAILED = ctypes.c_void_p(-1).value
 
@@ -73,23 +77,70 @@ def _map_private(v, file_offset, length, holders_of=None):
     return addr
 
 
+def _mlock(addr, length, region_id):
+    """Lock a portable view mapping's pages in memory for as long as it is
+    mapped (munmap ends the lock): the memfd's pages are ordinary shmem,
+    which nothing else keeps resident once the region's owner mapping is
+    gone. PinError naming RLIMIT_MEMLOCK when the kernel refuses."""
+    if _libc.mlock(addr, length) == 0:
+        return
+    err = ctypes.get_errno()
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else \
+        "%d bytes" % soft
+    raise PinError(err or _errno.ENOMEM,
+                   "cannot lock the %d bytes of a view of region %d in "
+                   "memory (mlock: %s): RLIMIT_MEMLOCK is %s, and it counts "
+                   "every locked mapping of this process. Raise it (ulimit "
+                   "-l, LimitMEMLOCK= of a systemd unit, limits.conf), or "
+                   "use the pinmem module, whose pages the kernel pins "
+                   "without it" % (length, region_id,
+                                   os.strerror(err or _errno.ENOMEM), limit))
+
+
+def _map_shared(v, writable, holders_of):
+    """pin_view_map of view v; the view is closed when it fails."""
+    addr = ctypes.c_void_p()
+    prot = _lib.PROT_READ | (_lib.PROT_WRITE if writable else 0)
+    ret = lib.pin_view_map(v, prot, ctypes.byref(addr))
+    if ret < 0:
+        text = lib.pin_view_error(v)
+        try:
+            _check(ret, lambda: text, "view map", holders_of)
+        finally:
+            lib.pin_view_close(v)
+    return addr.value
+
+
 class _ViewMapping:
     """One view mapping, and the view fd it was made from. Exposes its bytes
     to NumPy through __array_interface__; unmapped by its finalizer.
     private=True: a copy-on-write mapping of a read-only view, writable,
     whose writes never reach the region (backend: the region's, which
-    says where the view fd's offset 0 lies)."""
+    says where the view fd's offset 0 lies). view: a pin_view already
+    made (pin_view_import of a view fd another process passed), used
+    instead of making one of rptr.
+
+    Pinned: on the portable backend a shared mapping is mlocked (lock=True;
+    lock=False leaves it to lock(), for a caller that first drops another
+    locked mapping of the same pages), the device backend's pages are
+    pinned by the kernel; and a shared mapping is registered with CUDA
+    where a driver is present (_cuda_auto). .locked says the first."""
 
     __module__ = _CORE
     __slots__ = ("addr", "length", "offset", "writable", "private",
-                 "region_id", "arrays", "_fin", "__weakref__")
+                 "region_id", "arrays", "locked", "backend", "_fin",
+                 "__weakref__")
 
     def __init__(self, rptr, region_id, offset, length, writable,
-                 rerr, holders_of, private=False, backend="portable"):
-        v = ctypes.c_void_p()
+                 rerr, holders_of, private=False, backend="portable",
+                 view=None, lock=True):
+        v = ctypes.c_void_p(view)
         flags = _lib.PIN_VIEW_WRITE if writable and not private else 0
-        _check(lib.pin_view_create(rptr, offset, length, flags,
-                                   ctypes.byref(v)), rerr, "view", holders_of)
+        if view is None:
+            _check(lib.pin_view_create(rptr, offset, length, flags,
+                                       ctypes.byref(v)), rerr, "view",
+                   holders_of)
         if private:
             try:
                 file_offset = offset if backend == "portable" else 0
@@ -99,21 +150,17 @@ class _ViewMapping:
                 lib.pin_view_close(v.value)
                 raise
         else:
-            addr = ctypes.c_void_p()
-            prot = _lib.PROT_READ | (_lib.PROT_WRITE if writable else 0)
-            ret = lib.pin_view_map(v.value, prot, ctypes.byref(addr))
-            if ret < 0:
-                text = lib.pin_view_error(v.value)
-                try:
-                    _check(ret, lambda: text, "view map", holders_of)
-                finally:
-                    lib.pin_view_close(v.value)
+            addr = ctypes.c_void_p(_map_shared(v.value, writable,
+                                               holders_of))
         self.addr = addr.value
         self.length = length
         self.offset = offset
         self.writable = bool(writable or private)
         self.private = bool(private)
         self.region_id = region_id
+        # The device backend's pages are pinned by the kernel.
+        self.locked = backend == "device"
+        self.backend = backend
         # Every PinnedArray over these bytes (PinnedArray.__array_finalize__).
         self.arrays = weakref.WeakValueDictionary()   # id -> array
         if private:
@@ -127,6 +174,18 @@ class _ViewMapping:
         # arrays over the mapping still live (a later atexit hook or a
         # daemon thread reading one segfaults); exit unmaps it anyway.
         self._fin.atexit = False
+        if lock and not private:
+            try:
+                self.lock()
+            except PinError:
+                self._fin()
+                raise
+
+    def lock(self):
+        """mlock a portable mapping (once); see the class's notes."""
+        if not self.locked:
+            _mlock(self.addr, self.length, self.region_id)
+            self.locked = True
 
     @property
     def mapped(self):

@@ -38,6 +38,7 @@ dtypes are exact: torch.bfloat16, float16, float32, float64, complex64,
 bool, uint8, int8/16/32/64 (and float8/uint16/32/64 where this torch has
 them) view the region's bytes as they are.
 """
+import collections
 import math
 import sys
 import warnings
@@ -46,11 +47,12 @@ import weakref
 import numpy as np
 import torch
 
-from . import _pool, core
+from . import _cuda_auto, _pool, core
 from .core import ViewInUseError
 
 __all__ = ["view", "empty", "zeros", "from_array", "scoped_view",
-           "ReadOnlyTensor", "pool_regions",
+           "ReadOnlyTensor", "pool_regions", "is_pinned", "pin_state",
+           "PinState",
            "mapping_range",
            "dtype_name", "dtype_from_name", "element_size"]
 
@@ -157,7 +159,7 @@ def _read_only_mapping(t):
 def _targets(name, args, kwargs):
     """The tensors an operation named name would write."""
     out = []
-    if name == "__setitem__" or name in _INPLACE_DUNDERS or (
+    if name in ("__setitem__", "__dlpack__") or name in _INPLACE_DUNDERS or (
             name.endswith("_") and not name.startswith("__") and
             name not in _NOT_WRITES):
         if args:
@@ -199,11 +201,17 @@ class ReadOnlyTensor(torch.Tensor):
             m = _read_only_mapping(t)
             if m is not None:
                 raise core.ReadOnlyError(
-                    "pinmem: %s would write a tensor over a read-only view "
+                    "pinmem: %s would %s a tensor over a read-only view "
                     "of region %d (0x%x-0x%x), which the kernel answers "
-                    "with SIGSEGV; the memory is shared, read-only (a "
-                    "sealed region's). Copy it first (t.clone())" %
-                    (name, m.region_id, m.addr, m.addr + m.length))
+                    "with SIGSEGV: it is shared, read-only pinned memory "
+                    "(a sealed region's, or pinmem-cached's one copy; "
+                    "load_file(..., shared=True) gives such tensors "
+                    "whoever serves the file). Copy it first (t.clone()), "
+                    "or load privately (shared=False: writable)" %
+                    (name, "export (DLPack has no read-only mark; a "
+                     "consumer could write)" if name == "__dlpack__"
+                     else "write", m.region_id, m.addr,
+                     m.addr + m.length))
         with torch._C.DisableTorchFunction():
             ret = func(*args, **(kwargs or {}))
         if name == "numpy" and isinstance(ret, np.ndarray) and args and \
@@ -344,3 +352,39 @@ def mapping_range(t):
     None (not such a tensor, or unmapped)."""
     m = _mapping_of_tensor(t)
     return (m.addr, m.addr + m.length) if m is not None else None
+
+
+PinState = collections.namedtuple("PinState",
+                                  "locked registered device backend")
+PinState.__doc__ = """What libpin knows of the memory under a tensor:
+locked (page-locked: the module's pinned pages, or an mlocked portable
+mapping), registered (CUDA-registered through pinmem for the whole range
+the tensor covers), device (the CUDA device ordinal of that registration,
+else None), backend ("device", "portable"; None for a mapping made
+without libpin)."""
+
+
+def pin_state(t):
+    """PinState of tensor t's memory, from what pinmem and libpin know
+    (not from CUDA: Debian's CPU torch cannot ask it), or None where t
+    is not over memory of this module (a plain tensor, a copy)."""
+    m = _mapping_of_tensor(t)
+    if m is None:
+        return None
+    lo = t.data_ptr()
+    hi = lo + max(t.numel() * t.element_size(), 1)
+    reg = _cuda_auto.AUTO.covers(lo, hi)
+    locked = bool(getattr(m, "locked", False))
+    backend = getattr(m, "backend", None)
+    return PinState(locked, reg, _cuda_auto.AUTO.device if reg else None,
+                    backend)
+
+
+def is_pinned(t):
+    """Whether t's memory is what torch's is_pinned() calls pinned, as
+    libpin knows it: page-locked and, where pinmem opened a CUDA driver,
+    registered with it for the whole range t covers."""
+    st = pin_state(t)
+    if st is None or not st.locked:
+        return False
+    return st.registered or not _cuda_auto.AUTO.active()

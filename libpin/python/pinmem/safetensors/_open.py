@@ -4,9 +4,11 @@
 Opening reads and checks the header only (the rules and messages of
 safetensors 0.7). The data section is read on the first access to data
 (get_tensor, or indexing a get_slice), in one pass of libpin's io_uring
-reader (O_DIRECT where allowed) into one pinned region per file, which is
-then sealed: every tensor handed out is a read-only view of it, and the
-region's view mapping lives as long as any of them.
+reader (O_DIRECT where allowed) into one pinned region per file. NumPy's
+arrays are read-only views of it, sealed; torch's tensors are writable,
+over the process's own region left open (pinmem.safetensors.torch states
+the rule). Either way the region's one view mapping is pinned and
+CUDA-registered, and lives as long as any tensor over it.
 """
 import json
 import os
@@ -124,18 +126,18 @@ class _Image:
             return {k: v for k, v in meta.items() if isinstance(v, str)}
         return None
 
-    def load(self, fw="np"):
-        """The tensors' bytes. For torch (fw "pt"), writable as
-        safetensors' are where the backend allows it: copy-on-write
-        (portable, or a module of ABI 7 on); elsewhere read-only, and
-        pinmem.torch refuses writes with ReadOnlyError."""
+    def load(self, writable=False):
+        """The tensors' bytes, pinned and registered (load_safetensors).
+        writable=True (torch's private loads): over a writable mapping
+        of the process's own region, left open; else read-only views of
+        a sealed region (pinmem.torch refuses torch writes into them with
+        ReadOnlyError). The first load decides."""
         if self.arrays is None:
             try:
                 dev = core.open()
                 try:
-                    ck = load_safetensors(
-                        self.path, dev=dev, copy_on_write=fw == "pt" and
-                        dev.copy_on_write_supported)
+                    ck = load_safetensors(self.path, dev=dev,
+                                          writable=writable)
                 finally:
                     dev.close()
             except core.PinError as e:
@@ -191,10 +193,10 @@ class safe_slice:
         img = self._h._image()
         if self._h._fw == "np":
             key = numpy_key(idx, self._shape)
-            raw = img.load()[self._name]
+            raw = img.load(self._h._writable)[self._name]
             part = to_framework(raw, self._dt, self._shape, "np")[key]
             return part if part.flags.c_contiguous else part.copy()
-        raw = img.load("pt")[self._name]
+        raw = img.load(self._h._writable)[self._name]
         part = to_framework(raw, self._dt, self._shape, "pt")[idx]
         if self._h._device is not None:
             part = part.to(self._h._device)
@@ -211,6 +213,10 @@ class safe_open:
         self._fw = framework_of(framework)
         self._device = device_of(device, self._fw)
         self._img = _Image(filename)
+        # torch's tensors are writable, over the process's own region
+        # (pinmem.safetensors.torch's rule); load_file(shared=True)'s
+        # private fallback turns this off: read-only, as the service's.
+        self._writable = self._fw == "pt"
 
     def _image(self):
         if self._img is None:
@@ -242,8 +248,8 @@ class safe_open:
         if name not in img.entries:
             raise SafetensorError("File does not contain tensor %s" % name)
         dt, shape = img.entries[name]
-        return to_framework(img.load(self._fw)[name], dt, shape, self._fw,
-                            self._device)
+        return to_framework(img.load(self._writable)[name], dt, shape,
+                            self._fw, self._device)
 
     def get_slice(self, name):
         if name not in self._image().entries:
@@ -255,14 +261,15 @@ class safe_open:
         """pinmem's loaded Checkpoint behind this handle (its regions,
         stats), loading the data if it was not yet."""
         img = self._image()
-        img.load(self._fw)
+        img.load(self._writable)
         return img.checkpoint
 
 
 def load_bytes(data, fw):
     """safetensors' load(bytes): checked as a file would be, the data
-    section copied into a new pinned region (sealed), read-only views of
-    it returned (name -> tensor, in file order)."""
+    section copied into a new pinned region, views of it returned (name
+    -> tensor, in file order): for torch writable (the region left open,
+    the process's own), else read-only (the region sealed)."""
     data = memoryview(data).cast("B")
     meta, ents, start = _format.parse_bytes(data)
     size = data.nbytes - start
@@ -275,12 +282,11 @@ def load_bytes(data, fw):
         if size:
             with r.view(np.uint8, (size,), writable=True) as w:
                 w[:] = np.frombuffer(data, np.uint8, size, start)
-        r.seal()
-        # torch's tensors writable as safetensors' where the backend
-        # allows it (copy-on-write), as in _Image.load.
-        raw = r.view(np.uint8, (max(size, 1),),
-                     copy_on_write=fw == "pt" and
-                     r.copy_on_write_supported)
+        # torch's tensors writable, over the process's own region left
+        # open (as _Image.load gives them); NumPy's read-only, sealed.
+        if fw != "pt":
+            r.seal()
+        raw = r.view(np.uint8, (max(size, 1),), writable=fw == "pt")
     out = {}
     for name, dt, shape, b, e in ents:
         out[name] = to_framework(raw[b:e], dt, shape, fw)

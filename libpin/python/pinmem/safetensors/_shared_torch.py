@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: MIT
 """torch tensors over pinmem-cached's views, for
 pinmem.safetensors.torch.load_file(path, shared=True): read-only
-(ReadOnlyTensor), each file's one copy for the whole host."""
+(ReadOnlyTensor), each file's one copy for the whole host, mapped
+through libpin (locked, CUDA-registered) where it takes the view fd."""
 import numpy as np
 
 from . import shared as _shared
 from ._open import device_of, to_framework
 from .. import torch as _pt
+from ..core import _mapping_of
 
 
 class _SharedImage(np.ndarray):
@@ -39,9 +41,13 @@ def load_shared(filename, device):
         got = _shared.open_image(f)
         if got is None:
             return None
-        image = got[0].view(_SharedImage)
-        image.shared_view = _SharedView(image, got[1])
-        _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
+        image = got[0]
+        if _mapping_of(image) is None:
+            # Mapped without libpin (shared._pinned_image): not
+            # registered, but read-only to torch all the same.
+            image = image.view(_SharedImage)
+            image.shared_view = _SharedView(image, got[1])
+            _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
         for name, dt, shape, raw in _shared.tensors(image):
             t = to_framework(raw, dt, shape, "pt").as_subclass(
                 _pt.ReadOnlyTensor)

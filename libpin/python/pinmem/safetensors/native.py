@@ -139,7 +139,7 @@ class Checkpoint(Mapping):
 
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                      direct=True, node=None, any_node=False,
-                     copy_on_write=False):
+                     copy_on_write=False, writable=False):
     """Load a .safetensors file, or the shards of a
     .safetensors.index.json, into pinned regions (one per file, sealed)
     with libpin's io_uring reader, and return a Checkpoint: a mapping of
@@ -149,7 +149,16 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     ENOMEM, unless any_node lets other nodes serve; on either backend.
     copy_on_write=True (where dev.copy_on_write_supported, else PinError
     EOPNOTSUPP): the arrays are writable, over a private mapping whose
-    writes go to copies of the pages and never into the region."""
+    writes go to copies of the pages and never into the region.
+    writable=True: each region is left OPEN (not sealed) and the arrays
+    are writable, over a shared mapping of it: writes go to the pinned
+    region itself, which only this process maps unless it hands the
+    region on (what pinmem.safetensors.torch gives PyTorch).
+
+    The arrays' memory is pinned while any of them lives: mlocked on the
+    portable backend (PinError naming RLIMIT_MEMLOCK when the limit is
+    too small), pinned by the kernel on the device backend; and, where a
+    CUDA driver is present, registered with it (not copy_on_write's)."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
     _need("pin_st_load")
@@ -157,6 +166,9 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     if own_dev:
         dev = _open()
     try:
+        if copy_on_write and writable:
+            raise ValueError("pinmem: writable=True and copy_on_write=True "
+                             "exclude each other")
         if copy_on_write and not dev.copy_on_write_supported:
             raise PinError(errno.EOPNOTSUPP, "load %s: copy-on-write views "
                            "need the portable backend or a pinmem module "
@@ -164,6 +176,8 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                            "only)" % path)
         opts = _opts(queue_depth, request_size, direct)
         load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
+        if writable:
+            load.flags = _lib.PIN_ST_LOAD_OPEN
         if node is not None:
             place = _lib.init(_lib.PinRegionOpts, node=node)
             place.flags = _lib.PIN_REGION_NODE | \
@@ -176,7 +190,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
             stats = _stats(ck.ptr)
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
                      for i in range(lib.pin_st_file_count(ck.ptr))]
-            raws, region_ids, by_region, infos = [], [], {}, []
+            raws, region_ids, by_region, infos, maps = [], [], {}, [], []
             for i in range(len(files)):
                 rp = lib.pin_st_region(ck.ptr, i)
                 if not rp:
@@ -185,10 +199,14 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                 rid = lib.pin_region_id(rp)
                 infos.append(_region_info(
                     rp, lambda rp=rp: lib.pin_region_error(rp)))
+                # Locked below, once the owner mapping (locked by the
+                # load) is gone: RLIMIT_MEMLOCK counts both.
                 m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
-                                 False, lambda rp=rp: lib.pin_region_error(rp),
+                                 writable,
+                                 lambda rp=rp: lib.pin_region_error(rp),
                                  None, private=copy_on_write,
-                                 backend=dev.backend)
+                                 backend=dev.backend, lock=False)
+                maps.append(m)
                 raw = np.asarray(m)
                 raws.append(raw)
                 region_ids.append(rid)
@@ -202,6 +220,9 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                     rp = lib.pin_st_take_region(ck.ptr, i)
                     lib.pin_region_unmap(rp)
                     regions.append(Region(rp, dev))
+            for m in maps:
+                if not m.private:
+                    m.lock()
             arrays, formats = {}, {}
             t = _lib.init(_lib.PinStTensor)
             for i in range(lib.pin_st_count(ck.ptr)):

@@ -27,6 +27,7 @@ The protocol is Documentation/cache.md's: one SOCK_SEQPACKET packet per
 message, a 16-byte header (magic, version, type, length, 0) and a payload.
 """
 import array
+import ctypes
 import errno
 import json
 import mmap
@@ -202,10 +203,43 @@ def request(filename, sock=None, timeout=None):
     finally:
         os.close(fd)
     try:
-        m = mmap.mmap(vfd, vlen, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        image = _pinned_image(vfd, entry)
+        if image is None:
+            m = mmap.mmap(vfd, vlen, flags=mmap.MAP_SHARED,
+                          prot=mmap.PROT_READ)
+            image = np.frombuffer(m, np.uint8, vlen)
     finally:
         os.close(vfd)
-    return np.frombuffer(m, np.uint8, size), entry
+    return image[:size], entry
+
+
+def _pinned_image(vfd, entry):
+    """The service's view fd mapped read-only through libpin
+    (pin_view_import): locked and CUDA-registered as a private load's
+    mapping is (pinmem.core's _ViewMapping). None where this process's
+    libpin cannot take the fd (a backend other than the service's): the
+    caller maps it plainly."""
+    from .. import core
+    from .._lib import lib
+    try:
+        kind = os.readlink("/proc/self/fd/%d" % vfd)
+    except OSError:
+        return None
+    backend = "portable" if kind.startswith("/memfd:") else "device"
+    try:
+        dev = core.open(backend)
+    except core.PinError:
+        return None
+    v = ctypes.c_void_p()
+    try:
+        if lib.pin_view_import(dev._ptr(), vfd, ctypes.byref(v)) < 0:
+            return None
+    finally:
+        dev.close()
+    m = core._ViewMapping(None, entry, lib.pin_view_offset(v.value),
+                          lib.pin_view_length(v.value), False, None, None,
+                          backend=backend, view=v.value)
+    return np.asarray(m)
 
 
 def open_image(filename, sock=None, timeout=None):

@@ -223,6 +223,9 @@ def load_file(filename, device="cpu", shared=False):
         if out is not None:
             return out
     with safe_open(filename, framework="pt", device=device) as f:
+        # Without the service, shared=True's tensors are what its are:
+        # read-only (ReadOnlyTensor), over a sealed region.
+        f._writable = not shared
         return {k: f.get_tensor(k) for k in f.offset_keys()}
 
 
