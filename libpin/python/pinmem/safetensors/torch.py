@@ -8,15 +8,28 @@
 
 Same names, signatures, defaults, exception types and messages as
 safetensors 0.7's safetensors.torch (load_file, save_file, load, save,
-save_model, load_model). Differences:
-loaded tensors are views of a sealed pinned region. Writing one in place
-(t.mul_(2)) never kills the process: on the portable backend, and on the
-device backend with a module of ABI 7 or later, they are copy-on-write
-(the write lands on a private copy of the page, as with safetensors, and
-the region keeps its bytes); with an older module, which maps views shared
-only, they are read-only (pinmem.torch's
-ReadOnlyTensor) and the write raises pinmem.ReadOnlyError -- copy
-(t.clone()) to modify; model.load_state_dict copies and is fine.
+save_model, load_model). What a loaded tensor is (the rule README.md,
+Documentation/python.md and libpin/python/README.md state too):
+
+Every tensor pinmem.safetensors.torch returns (load_file, load,
+safe_open(..., "pt")), private or shared=True, on either backend, lies
+in pinned memory for as long as it lives: page-locked (the pinmem module
+pins its pages; on the portable backend its mapping is mlocked, within
+RLIMIT_MEMLOCK, else PinError names the limit) and, where a CUDA driver
+is present, registered with it for the range it covers, so that copies
+to a GPU are direct and non_blocking=True overlaps;
+pinmem.torch.is_pinned(t) answers from what libpin knows. A private load
+(the default) gives plain, writable tensors over the process's own
+region, left open: a write by any route (in-place ops, t[i] = x, copy_,
+out=, .numpy(), DLPack) goes into that pinned memory, which no other
+process maps, so the GPU copies what the CPU sees. shared=True gives
+read-only tensors (pinmem.torch.ReadOnlyTensor) whether pinmem-cached
+serves the file or the load falls back to a private one: torch writes
+and DLPack exports raise pinmem.ReadOnlyError and .numpy() is read-only;
+t.clone() gives a writable copy. Not covered: raw pointers and
+torch.utils.dlpack.to_dlpack, which meet the kernel's PROT_READ
+(SIGSEGV).
+
 device="cpu" returns the pinned tensors; another device gets .to(device)
 copies of them (the pinned memory is the copy's source).
 """
