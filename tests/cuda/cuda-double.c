@@ -24,7 +24,9 @@
  *   CUDA_DOUBLE_INIT_RESULT=N     cuInit returns N
  *   CUDA_DOUBLE_FAIL_REGISTER=K   the K-th cuMemHostRegister (from 1)
  *                                 returns CUDA_ERROR_OUT_OF_MEMORY
- * Tests read the record with dlsym(h, "cuda_double_stats").
+ * Tests read the record with dlsym(h, "cuda_double_stats"), and ask
+ * whether a live registration covers a range, and with which flags, with
+ * cuda_double_covers.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -68,6 +70,7 @@ struct CUctx_st;
 struct live_reg {
 	uintptr_t base;
 	uint64_t size;
+	unsigned flags;
 };
 
 /* A test double may keep process-wide state: it stands in for one. */
@@ -330,6 +333,7 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
 		if (!d.live[i].size) {
 			d.live[i].base = base;
 			d.live[i].size = size;
+			d.live[i].flags = flags;
 			d.s.live++;
 			break;
 		}
@@ -415,6 +419,22 @@ EXPORT CUresult cuGetErrorString(CUresult res, const char **text)
 EXPORT const struct cuda_double_stats *cuda_double_stats(void)
 {
 	return &d.s;
+}
+
+EXPORT int cuda_double_covers(uintptr_t lo, uintptr_t hi, unsigned *flags)
+{
+	int i;
+
+	for (i = 0; i < MAX_LIVE; i++) {
+		const struct live_reg *l = &d.live[i];
+
+		if (l->size && l->base <= lo && hi <= l->base + l->size) {
+			if (flags)
+				*flags = l->flags;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 EXPORT void cuda_double_clear_violations(void)

@@ -36,6 +36,9 @@ struct cuda_double_stats {
 };
 
 typedef const struct cuda_double_stats *(*cuda_double_stats_fn)(void);
+/* 1 (and its flags) when one live registration holds [lo, hi), else 0. */
+typedef int (*cuda_double_covers_fn)(uintptr_t lo, uintptr_t hi,
+				     unsigned *flags);
 /* Forget recorded violations (for the test that provokes them). */
 typedef void (*cuda_double_clear_fn)(void);
 

@@ -1,9 +1,44 @@
 # SPDX-License-Identifier: GPL-2.0
 """What the tests observe from outside the binding: /proc/self/maps, memory,
-open fds, and the module's debugfs counters."""
+open fds, and the module's debugfs counters; and a pinmem-cached of their
+own to talk to."""
+import contextlib
 import os
+import subprocess
+import time
 
 DEBUGFS = "/sys/kernel/debug/pinmem"
+CACHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                      "build", "sbin", "pinmem-cached")
+
+
+@contextlib.contextmanager
+def cached_service(directory, budget="64M"):
+    """A pinmem-cached listening in directory: its socket's path, or None
+    when the service is not built. Waits until the socket is there (a
+    loaded machine can take seconds to start it, and a test that went on
+    without it would load privately and fail for the wrong reason)."""
+    if not os.path.exists(CACHED):
+        yield None
+        return
+    sock = os.path.join(str(directory), "cache.sock")
+    p = subprocess.Popen([CACHED, "--socket", sock, "--budget", budget,
+                          "--backend", os.environ.get("PIN_BACKEND", "auto")],
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(sock):
+            if p.poll() is not None:
+                raise RuntimeError("pinmem-cached exited with %d before its "
+                                   "socket was there" % p.returncode)
+            if time.monotonic() > deadline:
+                raise RuntimeError("pinmem-cached made no socket in 120 s")
+            time.sleep(0.05)
+        yield sock
+    finally:
+        if p.poll() is None:
+            p.terminate()
+        p.wait()
 
 
 def maps_lines():

@@ -9,7 +9,6 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
-import time
 import warnings
 
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 from pinmem.safetensors import SafetensorError
 from pinmem.safetensors import numpy as stnp
 from pinmem.safetensors import shared
+from helpers import cached_service
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHED = os.path.join(TOP, "build", "sbin", "pinmem-cached")
@@ -42,26 +42,8 @@ def tmp_path(tmp_path):
 def service(tmp_path):
     if not os.path.exists(CACHED):
         pytest.skip("pinmem-cached is not built")
-    sock = str(tmp_path / "cache.sock")
-    p = subprocess.Popen([CACHED, "--socket", sock, "--budget", "64M",
-                          "--backend", os.environ.get("PIN_BACKEND", "auto")],
-                         stderr=subprocess.DEVNULL)
-    # Until the socket is there: a loaded machine can take seconds to start
-    # the service, and a test that went on without it would load privately
-    # and fail for the wrong reason.
-    deadline = time.monotonic() + 120
-    while not os.path.exists(sock):
-        if p.poll() is not None:
-            pytest.fail("pinmem-cached exited with %d before its socket "
-                        "was there" % p.returncode)
-        if time.monotonic() > deadline:
-            p.kill()
-            p.wait()
-            pytest.fail("pinmem-cached made no socket in 120 s")
-        time.sleep(0.05)
-    yield sock
-    p.terminate()
-    p.wait()
+    with cached_service(tmp_path) as sock:
+        yield sock
 
 
 def _file(tmp_path, name="m.safetensors", seed=3):
