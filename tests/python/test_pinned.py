@@ -274,3 +274,60 @@ def test_shared_write_is_refused(seen, route):
         assert r["outcome"] == want, (how, r)
         assert r["t"] == [0.0, 1.0, 2.0, 3.0], (how, r)
         assert r["reg"] and r["flags"] == PORTABLE | READ_ONLY, (how, r)
+
+
+LIMIT_CHILD = r'''
+import ctypes, os, resource, sys, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+from pinmem.safetensors import numpy as stnp, SafetensorError
+
+class Hdr(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+class Caps(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+# Root without CAP_IPC_LOCK (14): mlock then honours RLIMIT_MEMLOCK.
+libc = ctypes.CDLL(None, use_errno=True)
+h, caps = Hdr(0x20080522, 0), (Caps * 2)()
+assert libc.capget(ctypes.byref(h), caps) == 0
+for c in caps:
+    c.effective &= ~(1 << 14)
+    c.permitted &= ~(1 << 14)
+assert libc.capset(ctypes.byref(h), caps) == 0, ctypes.get_errno()
+path = os.path.join(sys.argv[1], "limit.safetensors")
+stnp.save_file({"w": np.ones(1 << 20, np.float32)}, path)     # 4 MiB
+hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (1 << 20, hard))
+try:
+    stnp.load_file(path)
+    print("loaded under 1 MiB")
+except SafetensorError as e:
+    print("refused:", e)
+resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))    # >= 8 MiB
+w = stnp.load_file(path)["w"]
+with open("/proc/self/status") as f:
+    lck = [int(l.split()[1]) for l in f if l.startswith("VmLck:")][0]
+print("loaded under the hard limit, VmLck kB", lck, float(w.sum()))
+'''
+
+
+def test_lock_within_rlimit_memlock_or_a_clear_error(tmp_path, dev):
+    if dev.backend != "portable":
+        pytest.skip("the module pins its pages; mlock is the portable "
+                    "backend's")
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    if hard != resource.RLIM_INFINITY and hard < 8 << 20:
+        pytest.skip("RLIMIT_MEMLOCK's hard limit is below 8 MiB")
+    p = run_python(LIMIT_CHILD, [tmp_path], timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    refused, loaded = p.stdout.splitlines()[-2:]
+    assert refused.startswith("refused:"), refused
+    for part in ("cannot lock the", "RLIMIT_MEMLOCK is 1048576 bytes",
+                 "ulimit -l", "pinmem module"):
+        assert part in refused, (part, refused)
+    lck = int(loaded.split()[-2])
+    assert loaded.endswith(" 1048576.0") and lck >= 4096, loaded
