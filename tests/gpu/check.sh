@@ -8,8 +8,13 @@
 #     registered region vs cuMemHostAlloc vs malloc;
 #  2. tests/gpu/frameworks.py under $PYTHON (default python3, which needs
 #     jax with CUDA and/or torch): a pinmem view as JAX's pinned_host array,
-#     device_put and .cuda(non_blocking=True) GB/s against the frameworks'
-#     own pinned and pageable memory, issue 26216's loop on the GPU. It
+#     device_put GB/s from pinmem.jax arrays (a view, load_safetensors's)
+#     against JAX's own pinned_host buffer (target >= 0.95x) and pageable
+#     memory; .cuda(non_blocking=True) GB/s from load_file tensors (private
+#     and shared=True) against pin_memory() (target >= 0.95x) and pageable
+#     memory, torch's own is_pinned() of each, a non_blocking copy that
+#     returns before it completes (CUDA events); issue 26216's loop on the
+#     GPU. It
 #     loads build/tests/gpu/lib/libpin.so.1, built here with liburing linked
 #     in (a GPU machine may have no liburing); built on another machine,
 #     that folder can be carried over as it is.

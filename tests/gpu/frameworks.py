@@ -12,8 +12,15 @@ module). Each part runs where its framework imports, and says so where not.
               region, a NumPy view of them cached, the weights donated to a
               jitted step; the region's bytes never change under the view
   torch-h2d   .cuda(non_blocking=True), GB/s: from a tensor of
-              pinmem.safetensors.torch.load_file, from pin_memory(), from
-              pageable memory; is_pinned() of each
+              pinmem.safetensors.torch.load_file (private and shared=True),
+              from pin_memory(), from pageable memory; is_pinned() of each,
+              torch's own against pinmem.torch.is_pinned; the target: a
+              loaded tensor at >= 0.95x pin_memory()'s rate, and a
+              non_blocking copy from it returning before the copy is done
+              (CUDA events)
+
+The JAX target: device_put from pinmem.jax arrays (a view, and
+load_safetensors's) at >= 0.95x JAX's own pinned_host buffer.
 
   tests/gpu/frameworks.py [--mib N] [--runs K] [--cpu] [--parts a,b]
 
@@ -131,7 +138,13 @@ def part_jax_h2d(a, dev, w):
                 y.delete()
         return once
 
-    rows = [("pinmem view (%s)" % memory_kind(x), x)]
+    path = os.path.join(a.tmp, "j.safetensors")
+    import pinmem
+    pinmem.save_safetensors(path, {"w": w})
+    loaded = pj.load_safetensors(path, dev=dev)
+    rows = [("pinmem view (%s)" % memory_kind(x), x),
+            ("pinmem.jax.load_safetensors (%s)" % memory_kind(loaded["w"]),
+             loaded["w"])]
     try:
         host = jax.device_put(w, SingleDeviceSharding(
             target, memory_kind="pinned_host"))
@@ -140,15 +153,23 @@ def part_jax_h2d(a, dev, w):
     except Exception as e:      # noqa: BLE001 - not every backend has it
         print("   JAX's pinned_host buffer: not available here (%s)" % e)
     rows.append(("pageable NumPy memory", w))
+    rate = {}
     for what, src in rows:
         put(src)()              # warm-up: compile, first-touch
         t = best_of(a.runs, put(src))
-        print("   device_put %-34s %7.2f GB/s (best of %d, %d MiB)" %
-              (what, gbps(w.nbytes, t), a.runs, w.nbytes >> 20))
+        rate[what] = gbps(w.nbytes, t)
+        print("   device_put %-44s %7.2f GB/s (best of %d, %d MiB)" %
+              (what, rate[what], a.runs, w.nbytes >> 20))
+    own = rate.get("JAX's own pinned_host buffer")
+    if own and not a.cpu:
+        for what, _ in rows[:2]:
+            check(rate[what] >= 0.95 * own, "%s at %.2fx pinned_host's "
+                  "rate (target >= 0.95)" % (what, rate[what] / own))
     y = jax.device_put(x, to_dev)
     check(np.array_equal(np.asarray(y), w), "the copy on the device equals "
           "the weights")
-    del x, y, rows
+    del x, y, rows, loaded
+    os.unlink(path)
     gc.collect()
     r.close()
 
@@ -213,16 +234,20 @@ def part_torch_h2d(a, dev, w):
     import torch
     import pinmem
     import pinmem.safetensors.torch as pst
+    import pinmem.torch as pt
     path = os.path.join(a.tmp, "t.safetensors")
     pinmem.save_safetensors(path, {"w": w})
     sd = pst.load_file(path)
+    shared = pst.load_file(path, shared=True)    # the service's, or not
     t = sd["w"]
     check(torch.equal(t, torch.from_numpy(w)), "load_file's tensor equals "
           "the weights")
+    print("   pinmem.torch.pin_state: private %s, shared %s" %
+          (pt.pin_state(t), pt.pin_state(shared["w"])))
     if a.cpu or not torch.cuda.is_available():
         print("   torch %s: no CUDA here; is_pinned() and the timings need "
               "a GPU" % torch.__version__)
-        del sd, t
+        del sd, t, shared
         os.unlink(path)
         return
     pinned = torch.from_numpy(w.copy()).pin_memory()
@@ -235,17 +260,48 @@ def part_torch_h2d(a, dev, w):
             del g
         return once
 
+    rate = {}
     for what, src in [("pinmem load_file tensor", t),
+                      ("pinmem load_file shared=True", shared["w"]),
                       ("pin_memory() tensor", pinned),
                       ("pageable tensor", pageable)]:
         up(src)()
         s = best_of(a.runs, up(src))
-        print("   .cuda(non_blocking=True) %-24s is_pinned %-5s %7.2f GB/s"
-              % (what, src.is_pinned(), gbps(w.nbytes, s)))
-    check(t.is_pinned(), "a pinmem tensor is pinned to CUDA")
-    check(torch.equal(t.cuda().cpu(), pageable), "the GPU copy equals the "
-          "weights")
-    del sd, t, pinned, pageable
+        rate[what] = gbps(w.nbytes, s)
+        print("   .cuda(non_blocking=True) %-30s is_pinned %-5s (pinmem: "
+              "%-5s) %7.2f GB/s" % (what, src.is_pinned(), pt.is_pinned(src),
+                                    rate[what]))
+    for what in ("pinmem load_file tensor", "pinmem load_file shared=True"):
+        r = rate[what] / rate["pin_memory() tensor"]
+        check(r >= 0.95, "%s at %.2fx pin_memory()'s rate (target >= 0.95)"
+              % (what, r))
+    check(t.is_pinned() and shared["w"].is_pinned(),
+          "torch's own is_pinned() says the loaded tensors are pinned")
+    check(t.is_pinned() == pt.is_pinned(t), "pinmem.torch.is_pinned agrees "
+          "with torch's")
+    # non_blocking=True returns while the copy still runs (CUDA events).
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    t0 = time.perf_counter()
+    g = t.cuda(non_blocking=True)
+    end.record()
+    returned = time.perf_counter() - t0
+    busy = not end.query()
+    end.synchronize()
+    gpu = start.elapsed_time(end) / 1000
+    print("   non_blocking copy: returned after %.3f ms, the copy took %.3f "
+          "ms on the GPU, still running at return: %s" %
+          (returned * 1e3, gpu * 1e3, busy))
+    check(busy and returned < gpu / 2, "a non_blocking copy from a loaded "
+          "tensor returns before it completes")
+    t[0] = 12345.0                     # a private tensor's write...
+    check(t.cuda()[0].item() == 12345.0, "...is what the GPU copies")
+    del g
+    check(torch.equal(t.cuda().cpu()[1:], pageable[1:]), "the GPU copy "
+          "equals the weights")
+    del sd, t, pinned, pageable, shared
     os.unlink(path)
 
 

@@ -11,6 +11,14 @@ reference needs the safetensors package: from the test venv
 (tests/python-venv), put after Debian's packages on the path, so torch and
 NumPy stay Debian's. Not a test: benchmarks.md's numbers come from it.
 
+End to end, as a user needs it: checkpoint file -> tensors ready for a
+direct GPU copy (pinned and CUDA-registered, pinmem.torch.is_pinned),
+per backend (portable; the device where /dev/pinmem exists), without
+registration (PINMEM_CUDA_REGISTER=0) and with it: through libcuda.so.1
+where a driver is installed, else through the driver test double
+(build/tests/cuda/libcuda-double.so, whose per-page checks stand in for
+the driver's pinning and are labelled so).
+
     tests/python/bench_load_file.py FILE [RUNS]
 """
 import json
@@ -34,8 +42,10 @@ with st.safe_open(sys.argv[1], framework="pt") as f:
     s = f.checkpoint.stats
 t = time.perf_counter() - t0
 ru = resource.getrusage(resource.RUSAGE_SELF)
+import pinmem.torch as pt
+ready = all(pt.is_pinned(v) for v in sd.values())
 print(t, s["io_seconds"], s["bytes"], int(s["direct"]),
-      ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime)
+      ru.ru_utime + ru.ru_stime - ru0.ru_utime - ru0.ru_stime, int(ready))
 """ % os.path.join(TOP, "libpin", "python")
 
 # Every tensor of sd copied into one mlock()ed anonymous mapping (what
@@ -93,6 +103,44 @@ def drop():
         return False
 
 
+def driver():
+    """(PIN_CUDA_LIBRARY, label) of the registration runs."""
+    try:
+        import ctypes
+        ctypes.CDLL("libcuda.so.1")
+        return "libcuda.so.1", "CUDA driver"
+    except OSError:
+        return (os.path.join(TOP, "build", "tests", "cuda",
+                             "libcuda-double.so"), "driver test double")
+
+
+def ready_runs(path, runs, size):
+    """End-to-end GB/s of file -> tensors ready for a direct GPU copy, per
+    (backend, registration): {label: [GB/s per run]}."""
+    lib, what = driver()
+    backends = ["portable"] + (["device"] if os.path.exists("/dev/pinmem")
+                               else [])
+    out = {}
+    for _ in range(runs):
+        for b in backends:
+            for reg in (False, True):
+                env = dict(os.environ, PIN_BACKEND=b,
+                           PINMEM_CUDA_REGISTER="1" if reg else "0",
+                           PIN_CUDA_LIBRARY=lib)
+                drop()
+                o = subprocess.run(["/usr/bin/python3", "-W", "ignore", "-c",
+                                    PY, path], check=True, env=env,
+                                   capture_output=True, text=True).stdout
+                o = o.split()
+                label = "ready for GPU, %s, %s" % (
+                    b, ("registered (%s)" % what) if reg else
+                    "locked, not registered")
+                if reg and o[5] != "1":
+                    label += " NOT ALL PINNED"
+                out.setdefault(label, []).append(size / float(o[0]) / 1e9)
+    return out
+
+
 def main():
     path = sys.argv[1]
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -137,6 +185,9 @@ def main():
             ("safetensors + pinning, CPU", r_cpu, "s/GB")):
         print("  %-34s %6.3f %s   %s" % (name, statistics.median(xs), unit,
                                         " ".join("%.2f" % x for x in xs)))
+    for name, xs in ready_runs(path, runs, size).items():
+        print("  %-34s %6.3f GB/s   %s" % (name, statistics.median(xs),
+                                         " ".join("%.2f" % x for x in xs)))
     print("  load_file / pinload end to end: %.2f" %
           (statistics.median(p_e2e) / statistics.median(c_e2e)))
     print("  pinmem load_file / safetensors + pinning: %.2f" %
