@@ -204,14 +204,46 @@ static void whole_file(struct pin_dev *dev, const char *path)
 	ck = pin_st_create();
 	CHECK_EQ(pin_st_load_into(ck, r, (1 << 20) - 4096, path, &lo), -ENOSPC);
 	CHECK_EQ(pin_st_count(ck), 0);
-	lo.flags = PIN_ST_LOAD_WHOLE_FILE << 1;
+	lo.flags = PIN_ST_LOAD_OPEN << 1;
 	CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
-	CHECK(strstr(pin_st_error(ck), "flags 0x2"), "%s", pin_st_error(ck));
+	CHECK(strstr(pin_st_error(ck), "flags 0x4"), "%s", pin_st_error(ck));
 	CHECK_EQ(pin_st_load(ck, dev, path, &lo), -EINVAL);
 	CHECK_EQ(pin_st_count(ck), 0);
 	pin_st_close(ck);
 	CHECK(pin_region_close(r) == 0, "free");
 	free(file);
+}
+
+/* PIN_ST_LOAD_OPEN: the region is left open (writable views), else sealed. */
+static void left_open(struct pin_dev *dev, const char *path)
+{
+	struct pin_st_load_opts lo = {
+		.size = sizeof(lo), .flags = PIN_ST_LOAD_OPEN,
+	};
+	struct pin_region_info ri = PIN_INIT(struct pin_region_info);
+	struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+	struct pin_st *ck = pin_st_create();
+	struct pin_region *r;
+	struct pin_view *v;
+	int pass;
+
+	for (pass = 0; pass < 2; pass++) {
+		lo.flags = pass ? 0 : PIN_ST_LOAD_OPEN;
+		CHECK(pin_st_load(ck, dev, path, &lo) == 0, "%s",
+		      pin_st_error(ck));
+		CHECK(pin_st_find(ck, "t", &t) == 0, "tensor t");
+		CHECK_EQ(((const unsigned char *)t.data)[0], 1);
+		r = pin_st_take_region(ck, 0);
+		CHECK(r && pin_region_info(r, &ri) == 0, "taken region");
+		CHECK_EQ(ri.state, pass ? PIN_STATE_SEALED : PIN_STATE_OPEN);
+		CHECK_EQ(pin_view_create(r, 0, pin_region_size(r),
+					 PIN_VIEW_WRITE, &v), pass ? -EPERM : 0);
+		pin_view_close(v);
+		pin_st_close(ck);
+		CHECK(pin_region_close(r) == 0, "free");
+		ck = pin_st_create();
+	}
+	pin_st_close(ck);
 }
 
 int main(int argc, char **argv)
@@ -235,8 +267,9 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/long-header.safetensors", argv[2]);
 	write_long_header(path);
 	whole_file(dev, path);
+	left_open(dev, path);
 	unlink(path);
-	printf("st-load-into: filled at an offset, refusals named, region taken, whole file (%s)\n",
+	printf("st-load-into: filled at an offset, refusals named, region taken, whole file, left open (%s)\n",
 	       pin_backend_name(pin_dev_backend(dev)));
 	pin_st_close(ref);
 	pin_dev_close(dev);
