@@ -32,6 +32,7 @@
 #include <linux/uio.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 #include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
@@ -186,8 +187,10 @@ int pinmem_fill_read(struct pinmem_region *region, struct file *file,
 		return -EEXIST;
 	/* Lazy regions only: their entries are all order 9, chunk-indexed. */
 	ret = pinmem_fill_claim(region, job);
-	if (!ret)
+	if (!ret) {
+		pinmem_gate(PINMEM_GATE_FILL_CLAIMED);
 		ret = pinmem_fill_alloc(region, job);
+	}
 	if (!ret)
 		ret = pinmem_fill_read_file(file, pos, job, &job->bytes);
 	if (!ret)

@@ -24,6 +24,7 @@
 #include <linux/slab.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 #include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
@@ -132,6 +133,7 @@ int pinmem_populate(struct pinmem_region *region, u64 offset, u64 length)
 	mutex_lock(&region->lock);
 	region->nr_unpopulated -= missing - (nr - had);
 	mutex_unlock(&region->lock);
+	pinmem_gate(PINMEM_GATE_POPULATE_HELD);
 	mutex_unlock(&region->populate_lock);
 	ret = intr ? -EINTR : had == nr ? 0 : -ENOMEM;
 	trace_pinmem_populate(region->id, offset, length,
