@@ -52,7 +52,8 @@ struct pinmem_region {
 	unsigned int min_order;
 	struct pinmem_place place;	/* where POPULATE allocates */
 	struct mutex populate_lock;	/* one POPULATE at a time; before lock */
-	unsigned long *filling;		/* chunks FILLs hold: populate_lock */
+	/* Chunks FILLs hold: set under populate_lock, cleared by the FILL. */
+	unsigned long *filling;
 
 	struct user_struct *user;	/* RLIMIT_MEMLOCK charge, or NULL */
 	kuid_t owner_uid;
