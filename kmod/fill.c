@@ -15,14 +15,15 @@
  * default) only the per-page work of the read goes away.
  *
  * Before allocating, the call claims the range's chunks under
- * populate_lock (populate.c): a chunk already there fails it with EEXIST,
- * one another FILL holds with EBUSY, and a POPULATE or FILL overlapping
- * the claim fails at once with EBUSY. So the memory FILLs hold never
- * exceeds the region's own size, which ALLOC charged (RLIMIT_MEMLOCK, the
- * module's total), however many run at once. No lock is held across the
- * allocation or the read. FILL comes in two halves, claim-allocate-read
- * and publish, between which ioctl.c writes the count read back: on any
- * error, the copy's included, none of the chunks is published.
+ * populate_lock (populate.c), and ends the claim without it: a chunk
+ * already there fails it with EEXIST, one another FILL holds with EBUSY,
+ * and a POPULATE or FILL overlapping the claim fails at once with EBUSY.
+ * So the memory FILLs hold never exceeds the region's own size, which
+ * ALLOC charged (RLIMIT_MEMLOCK, the module's total), however many run at
+ * once. No lock is held across the allocation or the read. FILL comes
+ * in two halves, claim-allocate-read and publish, between which ioctl.c
+ * writes the count read back: on any error, the copy's included, none of
+ * the chunks is published.
  */
 #include <linux/bvec.h>
 #include <linux/fs.h>
@@ -32,6 +33,7 @@
 #include <linux/uio.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 #include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
@@ -139,16 +141,17 @@ static int pinmem_fill_claim(struct pinmem_region *region,
 
 /*
  * End the claim: with publish, the job's chunks become the region's
- * (all of them); without, they stay the job's, to be freed unseen. Not
- * killable: the claim must end, and nobody keeps populate_lock long
- * over claimed chunks (an overlapping POPULATE fails at once).
+ * (all of them); without, they stay the job's, to be freed unseen. No
+ * populate_lock: a POPULATE of another range may hold it for its whole
+ * allocation, and a FILL that has read its file must not wait for that,
+ * unkillably. The claimed entries are the job's alone until the bits
+ * clear (populate.c).
  */
 static void pinmem_fill_end(struct pinmem_region *region,
 			    struct pinmem_fill_job *job, bool publish)
 {
 	unsigned long i;
 
-	mutex_lock(&region->populate_lock);
 	for (i = 0; publish && i < job->nr; i++) {
 		/* Pairs with the acquire in pinmem_region_page(): filled. */
 		smp_store_release(&region->chunks[job->first + i],
@@ -161,7 +164,6 @@ static void pinmem_fill_end(struct pinmem_region *region,
 		mutex_unlock(&region->lock);
 	}
 	pinmem_chunks_release(region, job->first, job->nr);
-	mutex_unlock(&region->populate_lock);
 }
 
 /*
@@ -186,8 +188,10 @@ int pinmem_fill_read(struct pinmem_region *region, struct file *file,
 		return -EEXIST;
 	/* Lazy regions only: their entries are all order 9, chunk-indexed. */
 	ret = pinmem_fill_claim(region, job);
-	if (!ret)
+	if (!ret) {
+		pinmem_gate(PINMEM_GATE_FILL_CLAIMED);
 		ret = pinmem_fill_alloc(region, job);
+	}
 	if (!ret)
 		ret = pinmem_fill_read_file(file, pos, job, &job->bytes);
 	if (!ret)

@@ -35,6 +35,7 @@
 #include <linux/string.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 
 #define PINMEM_HOLDERS_BATCH	32
 
@@ -327,6 +328,8 @@ int pinmem_holders_walk(const struct pinmem_records *q, u32 *count)
 		if (!ret && fatal_signal_pending(current))
 			ret = -EINTR;
 		cond_resched();
+		if (more && !ret)
+			pinmem_gate(PINMEM_GATE_RECORDS_ROUND);
 	}
 	pinmem_holders_stop(w);
 	*count = w->n;

@@ -13,6 +13,9 @@
 #   make KDIR=/path/to/build   that kernel only: build/kmod/<its release>/
 #   make kmod-lint             checkpatch + sparse
 
+# These builds are the tests' and have the test gates (kmod/testgate.c,
+# debugfs pinmem/gates); DKMS and the packages build without them.
+
 KMOD_SRCS := $(wildcard $(TOP)/kmod/*.c $(TOP)/kmod/*.h)
 KMOD_DEPS := $(KMOD_SRCS) $(TOP)/Kbuild $(TOP)/include/uapi/pinmem.h $(TOP)/VERSION
 
@@ -82,7 +85,7 @@ define kmod_rule
 $(B)/kmod/$(call kmod_name,$(1))/pinmem.ko: $(KMOD_DEPS) kmod/kmod.mk \
 		$(wildcard $(call kmod_dir,$(1))/.config)
 	@$$(call kmod_tree,$$(@D))
-	$$(MAKE) -C $(call kmod_dir,$(1)) M=$$(@D) modules
+	$$(MAKE) -C $(call kmod_dir,$(1)) M=$$(@D) PINMEM_TEST_GATES=y modules
 endef
 $(foreach b,$(KMOD_BUILDS),$(eval $(call kmod_rule,$(b))))
 

@@ -57,6 +57,7 @@ static void pinmem_debugfs_init(void)
 				   &pinmem_mappings_fops);
 	debugfs_create_file_unsafe("view_fds", 0444, pinmem_debugfs, NULL,
 				   &pinmem_view_fds_fops);
+	pinmem_gates_init(pinmem_debugfs);
 }
 
 static int __init pinmem_init(void)
@@ -78,6 +79,7 @@ static int __init pinmem_init(void)
 static void __exit pinmem_exit(void)
 {
 	debugfs_remove_recursive(pinmem_debugfs);
+	pinmem_gates_exit();
 	misc_deregister(&pinmem_misc);
 	pinmem_alloc_exit();
 }

@@ -52,7 +52,8 @@ struct pinmem_region {
 	unsigned int min_order;
 	struct pinmem_place place;	/* where POPULATE allocates */
 	struct mutex populate_lock;	/* one POPULATE at a time; before lock */
-	unsigned long *filling;		/* chunks FILLs hold: populate_lock */
+	/* Chunks FILLs hold: set under populate_lock, cleared by the FILL. */
+	unsigned long *filling;
 
 	struct user_struct *user;	/* RLIMIT_MEMLOCK charge, or NULL */
 	kuid_t owner_uid;
@@ -250,5 +251,31 @@ int pinmem_records_put(const struct pinmem_records *q, u32 index,
 
 /* ioctl.c */
 long pinmem_dev_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/*
+ * Test gates: points where a test stops a thread of its choice until it
+ * lets it go (testgate.c; the calls at the points: testgate.h). Only
+ * builds made with PINMEM_TEST_GATES=y (the tests' own, kmod/kmod.mk)
+ * have them; elsewhere they compile to nothing.
+ */
+enum pinmem_gate_point {
+	PINMEM_GATE_RECORDS_ROUND,	/* between two looks of a records query */
+	PINMEM_GATE_READ_REF,		/* a chunk's reading: after a refcount */
+	PINMEM_GATE_READ_MAP,		/* and after the mapcount that follows */
+	PINMEM_GATE_FILL_CLAIMED,	/* FILL: chunks claimed, not yet read */
+	PINMEM_GATE_POPULATE_HELD,	/* POPULATE: allocated, populate_lock held */
+	PINMEM_GATE_NR
+};
+
+#ifdef PINMEM_TEST_GATES
+/* testgate.c */
+extern int pinmem_gates_armed;
+void pinmem_gate_wait(enum pinmem_gate_point point);
+void pinmem_gates_init(struct dentry *dir);
+void pinmem_gates_exit(void);
+#else
+static inline void pinmem_gates_init(struct dentry *dir) { }
+static inline void pinmem_gates_exit(void) { }
+#endif
 
 #endif /* _PINMEM_INTERNAL_H */

@@ -18,12 +18,20 @@
  * for. Lock order: populate_lock, then region->lock (for nr_unpopulated
  * only); never under mmap_lock, and nothing under it touches user memory.
  * It is taken killably: a POPULATE may hold it for a whole allocation.
+ *
+ * Claims are made under populate_lock, but a FILL ends its own claim
+ * without it (fill.c), so that a FILL that has read its file never waits
+ * for another range's allocation: it publishes its chunks, then clears
+ * their bits with release semantics. So the bits change by atomic bit
+ * operations, and whoever finds a claimed chunk's bit clear reads the
+ * chunk entry only after it (smp_rmb), where the FILL's chunk then is.
  */
 #include <linux/bitmap.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 #include "trace.h"
 
 #define PINMEM_CHUNK_SHIFT	(PAGE_SHIFT + PINMEM_CHUNK_ORDER)
@@ -44,17 +52,41 @@ static unsigned long pinmem_count_missing(struct page **chunks,
 	unsigned long i, n = 0;
 
 	for (i = 0; i < nr; i++)
-		n += !chunks[i];
+		n += !READ_ONCE(chunks[i]);
 	return n;
 }
 
-/* Whether a FILL holds a chunk of [first, first + nr). Under populate_lock. */
+/*
+ * Whether a FILL holds a chunk of [first, first + nr). Under populate_lock,
+ * so no claim is made meanwhile; one may end. Entries read after a false
+ * answer are those the FILLs that ended put there (smp_rmb below).
+ */
 static bool pinmem_chunks_filling(struct pinmem_region *region,
 				  unsigned long first, unsigned long nr)
 {
+	unsigned long i;
+
 	lockdep_assert_held(&region->populate_lock);
-	return region->filling &&
-	       find_next_bit(region->filling, first + nr, first) < first + nr;
+	if (!region->filling)
+		return false;
+	for (i = first; i < first + nr; i++)
+		if (test_bit(i, region->filling))
+			return true;
+	/* Pairs with clear_bit_unlock() in pinmem_chunks_release(). */
+	smp_rmb();
+	return false;
+}
+
+/* Whether a chunk of [first, first + nr) is there. */
+static bool pinmem_chunks_any(struct pinmem_region *region,
+			      unsigned long first, unsigned long nr)
+{
+	unsigned long i;
+
+	for (i = first; i < first + nr; i++)
+		if (READ_ONCE(region->chunks[i]))
+			return true;
+	return false;
 }
 
 /*
@@ -68,30 +100,35 @@ int pinmem_chunks_claim(struct pinmem_region *region, unsigned long first,
 	unsigned long i;
 
 	lockdep_assert_held(&region->populate_lock);
-	for (i = 0; i < nr; i++)
-		if (region->chunks[first + i])
-			return -EEXIST;
+	if (pinmem_chunks_any(region, first, nr))
+		return -EEXIST;
 	if (pinmem_chunks_filling(region, first, nr))
 		return -EBUSY;
+	/* A FILL that ended between the two looks left its chunks. */
+	if (pinmem_chunks_any(region, first, nr))
+		return -EEXIST;
 	if (!region->filling) {
 		region->filling = kvcalloc(BITS_TO_LONGS(region->nr_chunks),
 					   sizeof(long), GFP_KERNEL_ACCOUNT);
 		if (!region->filling)
 			return -ENOMEM;
 	}
-	bitmap_set(region->filling, first, nr);
+	for (i = first; i < first + nr; i++)
+		set_bit(i, region->filling);
 	return 0;
 }
 
 /*
- * The claim ends (its chunks published or never were). Under
- * populate_lock.
+ * The claim ends, its chunks published (before this) or never. Needs no
+ * lock: the bits are the claim's own, cleared atomically.
  */
 void pinmem_chunks_release(struct pinmem_region *region, unsigned long first,
 			   unsigned long nr)
 {
-	lockdep_assert_held(&region->populate_lock);
-	bitmap_clear(region->filling, first, nr);
+	unsigned long i;
+
+	for (i = first; i < first + nr; i++)
+		clear_bit_unlock(i, region->filling);
 }
 
 /*
@@ -113,14 +150,15 @@ int pinmem_populate(struct pinmem_region *region, u64 offset, u64 length)
 	chunks = region->chunks + first;
 	if (mutex_lock_killable(&region->populate_lock))
 		return -EINTR;
+	/* Claims first: a FILL ending now may yet publish into the range. */
+	if (pinmem_chunks_filling(region, first, nr)) {
+		mutex_unlock(&region->populate_lock);
+		return -EBUSY;
+	}
 	missing = pinmem_count_missing(chunks, nr);
 	if (!missing) {
 		mutex_unlock(&region->populate_lock);
 		return 0;
-	}
-	if (pinmem_chunks_filling(region, first, nr)) {
-		mutex_unlock(&region->populate_lock);
-		return -EBUSY;
 	}
 	if (pinmem_beyond_available(missing << PINMEM_CHUNK_ORDER)) {
 		mutex_unlock(&region->populate_lock);
@@ -132,6 +170,7 @@ int pinmem_populate(struct pinmem_region *region, u64 offset, u64 length)
 	mutex_lock(&region->lock);
 	region->nr_unpopulated -= missing - (nr - had);
 	mutex_unlock(&region->lock);
+	pinmem_gate(PINMEM_GATE_POPULATE_HELD);
 	mutex_unlock(&region->populate_lock);
 	ret = intr ? -EINTR : had == nr ? 0 : -ENOMEM;
 	trace_pinmem_populate(region->id, offset, length,

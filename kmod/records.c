@@ -14,6 +14,7 @@
 #include <linux/uaccess.h>
 
 #include "pinmem.h"
+#include "testgate.h"
 
 /* Snapshots of LIST and REFS: the last one is of the whole capacity. */
 #define PINMEM_SNAPSHOT_TRIES	5
@@ -60,6 +61,7 @@ static void *pinmem_snapshot(const struct pinmem_records *q, u32 *filled,
 		buf = kvcalloc(n, q->size, GFP_KERNEL_ACCOUNT);
 		if (!buf)
 			return ERR_PTR(-ENOMEM);
+		pinmem_gate(PINMEM_GATE_RECORDS_ROUND);
 	}
 	*filled = min(*count, n);
 	return buf;

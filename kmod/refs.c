@@ -42,6 +42,7 @@
 
 #include "compat.h"
 #include "pinmem.h"
+#include "testgate.h"
 
 /* Without WAIT, transients get rescans after 1, 2, 4 ... 32 ms. */
 #define PINMEM_GRACE_MS		32
@@ -126,8 +127,10 @@ static bool pinmem_chunk_try(struct folio *folio, long *extra)
 
 	local_irq_save(flags);
 	r1 = folio_ref_count(folio);
+	pinmem_gate_irq(PINMEM_GATE_READ_REF, &flags);
 	smp_rmb();	/* the mapcount after the first refcount */
 	p1 = pinmem_folio_ptes(folio);
+	pinmem_gate_irq(PINMEM_GATE_READ_MAP, &flags);
 	smp_rmb();	/* the second refcount after the mapcount */
 	r2 = folio_ref_count(folio);
 	smp_rmb();	/* the second mapcount after the second refcount */

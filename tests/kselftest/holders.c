@@ -3,13 +3,15 @@
  * Whom the kernel's list of holders names: the process that mapped a view
  * fd passed to it over SCM_RIGHTS, the process (not the thread) that
  * mapped, nobody for a process outside the caller's pid namespace, and
- * no address for another user's mapping. The counts themselves are
+ * no address for another user's mapping (judged by the holder's thread
+ * group leader, as /proc/PID/maps is). The counts themselves are
  * counting.c's; these tests were part of it and keep its fixture's name,
  * so that they are still counting.* in the TAP.
  */
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "pinmem_test.h"
@@ -217,6 +219,19 @@ static int pm_seen_as(int vfd, uid_t uid, int out_fd)
 	return 0;
 }
 
+/* What a child of user uid sees through vfd (pm_seen_as()), via res. */
+static void pm_look_as(struct __test_metadata *_metadata, int vfd, uid_t uid,
+		       int res[2], struct pm_seen *seen)
+{
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(pm_seen_as(vfd, uid, res[1]));
+	ASSERT_EQ(0, pm_wait(pid));
+	ASSERT_EQ(sizeof(*seen), read(res[0], seen, sizeof(*seen)));
+}
+
 /* The record of process pid (processes here hold one mapping each). */
 static const struct pinmem_holder *pm_holder_of(const struct pinmem_holder *h,
 						uint32_t n, pid_t pid)
@@ -279,12 +294,7 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	}
 
 	/* Another user: every address but its own withheld, the rest shown. */
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0)
-		_exit(pm_seen_as(vfd, 65533, res[1]));
-	ASSERT_EQ(0, pm_wait(pid));
-	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	pm_look_as(_metadata, vfd, 65533, res, &seen);
 	ASSERT_EQ(4, seen.count);
 	r = pm_holder_of(seen.h, 4, (pid_t)seen.pid);
 	ASSERT_NE(NULL, r);
@@ -304,12 +314,7 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 	EXPECT_EQ(PINMEM_HOLDER_OWNER, r->kind);
 
 	/* The holder's own user sees the holder's address, not root's. */
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0)
-		_exit(pm_seen_as(vfd, 65534, res[1]));
-	ASSERT_EQ(0, pm_wait(pid));
-	ASSERT_EQ(sizeof(seen), read(res[0], &seen, sizeof(seen)));
+	pm_look_as(_metadata, vfd, 65534, res, &seen);
 	ASSERT_EQ(4, seen.count);
 	r = pm_holder_of(seen.h, 4, holder);
 	ASSERT_NE(NULL, r);
@@ -347,6 +352,138 @@ TEST_F(counting, holder_address_withheld_from_other_users)
 		close(res[i]);
 	}
 	pm_unmap(own, 2 * MiB);
+	close(vfd);
+	close(rfd);
+}
+
+/* The holder whose thread group leader is gone (pm_leader_gone()). */
+struct pm_leader_gone {
+	int vfd;
+	int ready_fd;		/* the mapping's address goes out here */
+	int done_fd;		/* the test's word to end */
+	int step[2];		/* the other thread's creds are set */
+};
+
+/* The other thread: user 65534 by raw syscall (its own creds only). */
+static void *pm_other_thread(void *arg)
+{
+	struct pm_leader_gone *g = arg;
+	char c = 0;
+
+	if (syscall(SYS_setresgid, 65534, 65534, 65534) ||
+	    syscall(SYS_setresuid, 65534, 65534, 65534))
+		_exit(30);
+	if (write(g->step[1], &c, 1) != 1)
+		_exit(31);
+	/* The process lives on in this thread until the test is done. */
+	if (read(g->done_fd, &c, 1) < 0)
+		_exit(32);
+	_exit(0);
+}
+
+/*
+ * The leader: user 65533 by raw syscall, the process dumpable, one view
+ * mapping; then it exits alone, leaving the other thread (user 65534)
+ * as the only one using the mm.
+ */
+static int pm_leader_gone(struct pm_leader_gone *g)
+{
+	pthread_t t;
+	void *v;
+	char c;
+
+	if (pipe2(g->step, O_CLOEXEC) ||
+	    pthread_create(&t, NULL, pm_other_thread, g) ||
+	    read(g->step[0], &c, 1) != 1)
+		return 40;
+	if (syscall(SYS_setresgid, 65533, 65533, 65533) ||
+	    syscall(SYS_setresuid, 65533, 65533, 65533))
+		return 41;
+	if (prctl(PR_SET_DUMPABLE, 1))
+		return 42;
+	v = mmap(NULL, PG, PROT_READ, MAP_SHARED, g->vfd, 0);
+	if (v == MAP_FAILED ||
+	    write(g->ready_fd, &v, sizeof(v)) != sizeof(v))
+		return 43;
+	pthread_exit(NULL);
+}
+
+/* The state letter of process pid (its thread group leader). */
+static char pm_proc_state(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/*
+ * Whose credentials decide if a holder's address is shown: its thread
+ * group leader's, the task /proc/PID/maps is judged by, never those of
+ * whichever thread of it a search meets first. Here the leader (user
+ * 65533) has exited and the one thread left is user 65534, by a raw
+ * setresuid of its own: user 65534 must not see the address.
+ */
+TEST_F(counting, holder_address_judged_by_the_leader)
+{
+	int rfd = pm_alloc(self->env.dev, 2 * MiB);
+	int vfd = pm_view(rfd, 0, 2 * MiB, 0);
+	int ready[2], done[2], res[2];
+	struct pm_leader_gone g = { .vfd = vfd };
+	const struct pinmem_holder *r;
+	struct pinmem_holder h[4];
+	struct pm_seen seen;
+	pid_t holder;
+	void *hv = NULL;
+	char state = 0;
+
+	ASSERT_OK(pipe2(ready, O_CLOEXEC));
+	ASSERT_OK(pipe2(done, O_CLOEXEC));
+	ASSERT_OK(pipe2(res, O_CLOEXEC));
+	g.ready_fd = ready[1];
+	g.done_fd = done[0];
+	holder = fork();
+	ASSERT_GE(holder, 0);
+	if (holder == 0)
+		_exit(pm_leader_gone(&g));
+	ASSERT_EQ(sizeof(hv), read(ready[0], &hv, sizeof(hv)));
+	for (int i = 0; i < 10000 && state != 'Z'; i++) {
+		state = pm_proc_state(holder);
+		if (state != 'Z')
+			usleep(1000);
+	}
+	ASSERT_EQ('Z', state) TH_LOG("the holder's leader did not exit");
+
+	pm_look_as(_metadata, vfd, 65534, res, &seen);
+	ASSERT_EQ(2, seen.count);
+	r = pm_holder_of(seen.h, 2, holder);
+	ASSERT_NE(NULL, r);
+	EXPECT_EQ(0, r->start)
+		TH_LOG("user 65534 sees the address of a process whose leader is 65533");
+	EXPECT_NE(0, PM_HIDDEN(r));
+	/* Root sees it. */
+	ASSERT_EQ(1, pm_holders(vfd, h, 4));
+	EXPECT_EQ((uintptr_t)hv, h[0].start);
+	EXPECT_EQ((uint32_t)holder, h[0].tgid);
+
+	ASSERT_EQ(1, write(done[1], "x", 1));
+	ASSERT_EQ(0, pm_wait(holder));
+	for (int i = 0; i < 2; i++) {
+		close(ready[i]);
+		close(done[i]);
+		close(res[i]);
+	}
 	close(vfd);
 	close(rfd);
 }

@@ -33,7 +33,8 @@ $(B)/kselftest/%: tests/kselftest/%.c tests/kselftest/pinmem_test.h \
 
 # The I/O reference tests drive io_uring through liburing.
 KSFT_LIBS_refs_io := -luring
-$(B)/kselftest/refs_io $(B)/kselftest/refs $(B)/kselftest/compat: \
+$(B)/kselftest/refs_io $(B)/kselftest/refs $(B)/kselftest/compat \
+		$(B)/kselftest/gates: \
 		tests/kselftest/refs_test.h
 
 # `make build/kselftest/abi` from the checkout's root.
