@@ -227,10 +227,20 @@ class _Stats(ctypes.Structure):
                 ("nr_calls", ctypes.c_size_t), ("log", _Call * 64)]
 
 
+def pinmem_spans():
+    """The ranges pinmem's automatic CUDA registration holds, by its own
+    record; None where pinmem was not imported."""
+    auto = sys.modules.get("pinmem._cuda_auto")
+    if auto is None:
+        return None
+    return [(s, e, 1.0) for s, e in list(auto.AUTO.ranges.values())]
+
+
 def registered_spans():
     """The registrations in force in the CUDA driver test double
-    (PIN_CUDA_LIBRARY), from its log of calls; None without the double,
-    or when the log is full (more calls than it keeps)."""
+    (PIN_CUDA_LIBRARY), from its log of calls; where the log is full (more
+    calls than it keeps), what pinmem says it registered; None without
+    the double."""
     path = os.environ.get("PIN_CUDA_LIBRARY", "")
     if not path.endswith("libcuda-double.so"):
         return None
@@ -238,7 +248,7 @@ def registered_spans():
     fn.restype = ctypes.POINTER(_Stats)
     st = fn().contents
     if st.nr_calls > len(st.log):
-        return None
+        return pinmem_spans()
     live = {}
     for c in st.log[:st.nr_calls]:
         if c.result:
