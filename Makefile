@@ -123,6 +123,26 @@ demo: deps
 		"$$(tests/python-venv path)/bin/python" libpin/python/demo_jax.py && \
 		echo "demo: parts 1-7: all checks passed"'
 
+# pinmem's loaders against the other checkpoint loaders (pinbench peers):
+# 1 GiB and 512 MiB checkpoints, 5 cold runs each, on the host (portable
+# backend); bench-guest: the same table in a 6.12 guest on the device
+# backend, the module's huge pages in it (64 MiB, one run, the torch rows
+# and fio: under TCG each interpreter's torch import takes about a minute
+# and only the ratios mean anything).
+bench: deps
+	$(MAKE) all
+	mkdir -p $(B)/bench
+	$(B)/bin/pinbench peers --runs 5 --json $(B)/bench/peers.json
+
+bench-guest: deps
+	$(MAKE) all
+	mkdir -p $(B)/bench
+	PINMEM_KERNEL=6.12 PINMEM_VM_TIMEOUT=7200 \
+		tests/vm/run env PIN_BACKEND=device $(B)/bin/pinbench peers \
+		--mib 64 --runs 1 --dir /run/pinmem/scratch/peers \
+		--rows pinmem,pinload,fst,fst+lock,runai,runai+lock,st+lock,fio \
+		--json $(B)/bench/peers-guest.json
+
 # Every layout x backend x geometry of the load matrix, per kernel (the
 # guest gets room for a 600 MiB file and its region); then the races of
 # the owner's zap against a view's first mapping, 25 times make check's
@@ -152,4 +172,4 @@ poke-keys: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug check-kcsan fuzz demo stress boot-loop poke-keys clean install userland
+.PHONY: all deps check check-debug check-kcsan fuzz demo bench bench-guest stress boot-loop poke-keys clean install userland

@@ -18,6 +18,10 @@
  *   pinbench save [OUT]  pin_st_save of a pinned checkpoint against fio's
  *                        O_DIRECT writes + fsync of the same size (plain and
  *                        with registered buffers)
+ *   pinbench prepare     what making locked memory costs by each way a
+ *                        loader without the module has (pinbench/prepare.c)
+ *   pinbench peers ...   pinmem's loaders against the other checkpoint
+ *                        loaders, from Python (pinbench/peers.c)
  *
  * Runs alternate between the methods; the page cache is dropped before each
  * run (needs root; otherwise, or with --no-drop-caches, the report says the
@@ -60,13 +64,17 @@ static void usage(FILE *f)
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
+		"       pinbench prepare [--size N] [--runs N]   locked memory: memfd 4k, anon\n"
+		"                      4k, anon THP, and a pool's floor (default 1G)\n"
+		"       pinbench peers [--small] [--runs N] [--json FILE] ...   against the other\n"
+		"                      loaders (tests/python/bench_peers.py --help)\n"
 		"  --runs N            alternated runs per method, 1..%d (default 5)\n"
 		"  --queue-depth N     1..256 (default %u)\n"
 		"  --request-size N    bytes, 4K..64M, K/M suffix (default %u)\n"
 		"  --backend LIST      device, portable, or device,portable to compare\n"
 		"                      (load; save uses the first)\n"
 		"  --size N            save: bytes to write; donate: the largest region;\n"
-		"                      alloc-rate: the region (K/M/G/T suffix, default 1G)\n"
+		"                      alloc-rate, prepare: the region (K/M/G/T suffix, default 1G)\n"
 		"  --fio PATH          fio binary (default fio)\n"
 		"  --json              one JSON object\n"
 		"  --hugetlb-pool      load: run inside a hugetlb pool big enough for the\n"
@@ -224,6 +232,7 @@ static int bad_command(int n, char **words)
 {
 	static const char *const takes[] = {
 		"load", "shared", "evict", "save", "donate", "alloc-rate",
+		"prepare", "peers",
 	};
 	size_t i;
 
@@ -231,13 +240,13 @@ static int bad_command(int n, char **words)
 		if (!strcmp(words[0], takes[i]))
 			break;
 	if (!n)
-		fputs("pinbench: no command (load, shared, evict, save, donate or alloc-rate)\n",
+		fputs("pinbench: no command (load, shared, evict, save, donate, alloc-rate, prepare or peers)\n",
 		      stderr);
 	else if (i == sizeof(takes) / sizeof(takes[0]))
-		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, save, donate or alloc-rate)\n",
+		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, save, donate, alloc-rate, prepare or peers)\n",
 			words[0]);
 	else
-		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, save [OUT], donate, alloc-rate)\n",
+		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, save [OUT], donate, alloc-rate, prepare, peers ...)\n",
 			words[0]);
 	args_try_help();
 	return ARGS_EXIT_USAGE;
@@ -265,7 +274,11 @@ int main(int argc, char **argv)
 		.save_size = 1ULL << 30, .fio = "fio", .read_ahead_kb = -1,
 		.pool_was = -1, .pool_set = -1, .procs = 8,
 	};
-	int ret = parse_options(argc, argv, &c);
+	int ret;
+
+	if (argc > 1 && !strcmp(argv[1], "peers"))
+		return bench_peers(argc - 2, argv + 2);
+	ret = parse_options(argc, argv, &c);
 
 	if (ret >= 0)
 		return ret;
@@ -273,6 +286,8 @@ int main(int argc, char **argv)
 		return bench_donate(&c, c.save_size);
 	if (optind + 1 == argc && !strcmp(argv[optind], "alloc-rate"))
 		return bench_alloc_rate(&c, c.save_size);
+	if (optind + 1 == argc && !strcmp(argv[optind], "prepare"))
+		return bench_prepare(&c, c.save_size);
 	if (optind < argc && !strcmp(argv[optind], "load") && optind + 2 == argc) {
 		if (!readable("load", argv[optind + 1]))
 			return TOOLS_EXIT_FAILED;

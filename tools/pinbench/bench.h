@@ -69,6 +69,12 @@ int service_evictions(const struct cfg *c, long *count, double *donate_ms,
 double cached_open(const struct cfg *c, const char *file);
 int next_key(const char *file);
 
+/* prepare.c */
+int bench_prepare(struct cfg *c, uint64_t size);
+
+/* peers.c: runs tests/python/bench_peers.py with argv[0..argc) */
+int bench_peers(int argc, char **argv);
+
 /* baselines.c */
 enum baseline { BASE_FIO, BASE_FIO_FIXED, BASE_PREAD, BASE_MMAP };
 long read_ahead_kb(const char *file);
