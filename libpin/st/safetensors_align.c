@@ -80,8 +80,9 @@ int pin__st_place(struct pin_st *ck, struct pin_region *r, size_t first,
 	if (!w && r->map && (r->map_prot & PROT_WRITE))
 		w = r->map;
 	if (!w) {
-		w = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 r->fd, 0);
+		/* The pages are there (filled): map them all at once. */
+		w = mmap(NULL, r->size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, r->fd, 0);
 		if (w == MAP_FAILED)
 			return pin__st_fail(ck, -errno, "region %llu: a writable mapping to align the tensors in: %s",
 					    (unsigned long long)r->id,
