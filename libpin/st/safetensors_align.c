@@ -94,3 +94,37 @@ int pin__st_place(struct pin_st *ck, struct pin_region *r, size_t first,
 	ck->phases.align_ns += pin__now_ns() - t0;
 	return ret;
 }
+
+/*
+ * The image of file fi (len bytes of the file: its header and data
+ * section) parsed as pin__st_parse_image does, with each tensor's data
+ * where a PIN_ST_LOAD_WHOLE_FILE | PIN_ST_LOAD_ALIGN load puts it: the
+ * image of such a load, cap bytes of it readable at buf (pinmem-cached's
+ * CACHE_LOAD_ALIGNED view).
+ */
+int pin__st_parse_placed(struct pin_st *ck, unsigned fi, const void *buf,
+			 uint64_t len, uint64_t cap)
+{
+	struct st_file *sf = &ck->files[fi];
+	unsigned flags = ck->load_flags;
+	size_t i, first = ck->n;
+	uint64_t end;
+	int ret;
+
+	ret = pin__st_parse_image(ck, fi, buf, len);
+	if (ret)
+		return ret;
+	ck->load_flags = PIN_ST_LOAD_ALIGN;
+	end = sf->data_start + pin__st_plan(ck, first, sf->data_start,
+					    sf->data_len);
+	ck->load_flags = flags;
+	if (end > cap)
+		return pin__st_fail(ck, -EINVAL, "%s: its tensors on %u bytes end at %llu, past the %llu bytes of the image",
+				    sf->path, PIN_ST_ALIGN,
+				    (unsigned long long)end,
+				    (unsigned long long)cap);
+	for (i = first; i < ck->n; i++)
+		ck->t[i].pub.data = (char *)buf + sf->data_start +
+				    ck->t[i].place;
+	return 0;
+}

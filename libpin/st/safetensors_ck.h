@@ -76,6 +76,9 @@ uint64_t pin__st_plan(struct pin_st *ck, size_t first, uint64_t base,
 		      uint64_t data_len);
 int pin__st_place(struct pin_st *ck, struct pin_region *r, size_t first,
 		  uint64_t base, char *map);
+/* pin__st_parse_image of an image whose tensors were placed on 64 bytes. */
+int pin__st_parse_placed(struct pin_st *ck, unsigned fi, const void *buf,
+			 uint64_t len, uint64_t cap);
 
 /* Loads (safetensors_load.c, safetensors_index.c; safetensors_open.c
  * picks one). */

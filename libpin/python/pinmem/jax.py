@@ -135,7 +135,8 @@ def _load_shared(path, copy_unaligned):
         got = _shared.open_image(f)
         if got is None:
             return None
-        for name, dt, shape, raw in _shared.tensors(got[0]):
+        for name, dt, shape, raw in _shared.tensors(got[0], got[2],
+                                                    got[3]):
             addr = raw.__array_interface__["data"][0]
             # A plain array over the read-only mapping, handed to JAX only
             # (XLA never writes an imported buffer); it holds the image,
@@ -150,8 +151,10 @@ def _load_shared(path, copy_unaligned):
             elif addr % ALIGNMENT:
                 raise ValueError(
                     "pinmem.jax: tensor %s of %s starts %d bytes past a "
-                    "multiple of %d in pinmem-cached's copy, which keeps "
-                    "the file's own layout: JAX would copy it. Load it "
+                    "multiple of %d in pinmem-cached's copy, which has the "
+                    "file's own layout (a service older than aligned "
+                    "copies, one that could not reopen the file itself, or "
+                    "no room for the padding): JAX would copy it. Load it "
                     "with shared=False (a private load places every "
                     "tensor on %d bytes), or pass copy_unaligned=True to "
                     "copy such tensors into JAX's memory"
@@ -178,8 +181,10 @@ def load_safetensors(path, dev=None, copy_unaligned=False, shared=False,
     bytes). ValueError (before any import) for a tensor whose format JAX
     has no type for (F4, F6, F8_E8M0). shared=True: the one copy
     pinmem-cached holds for the host (pinmem.safetensors.shared; .regions
-    is empty), which keeps the file's layout: a tensor it has off 64 bytes
-    is refused with ValueError naming the fixes (shared=False, or
+    is empty), whose tensors the service places on 64 bytes as well; where
+    it could not (a service from before that, one that could not reopen
+    the file itself, no room for the padding), a tensor off 64 bytes is
+    refused with ValueError naming the fixes (shared=False, or
     copy_unaligned=True, which copies such tensors into JAX's own memory
     and names them in .copied); without a service, a private load and a
     warning."""
