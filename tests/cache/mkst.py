@@ -11,6 +11,7 @@ longer.
   mkst.py PATH KIB [SEED] [PATH KIB SEED]...
   mkst.py --sharded INDEX N KIB
   mkst.py --packed PATH KIB SEED
+  mkst.py --packed --sharded INDEX N KIB
 """
 import json
 import os
@@ -40,16 +41,17 @@ def write(path, kib, seed, prefix="", packed=False):
     os.rename(tmp, path)
 
 
-def write_sharded(index, n, kib):
+def write_sharded(index, n, kib, packed=False):
     stem = os.path.basename(index)[:-len(".index.json")]
     weight_map = {}
     for k in range(n):
         name = "%s-%05d-of-%05d.safetensors" % (stem, k + 1, n)
         write(os.path.join(os.path.dirname(index), name), kib, k + 1,
-              "s%d." % k)
+              "s%d." % k, packed)
         weight_map["s%d.big" % k] = weight_map["s%d.small" % k] = name
     with open(index, "w") as f:
-        json.dump({"metadata": {"total_size": n * (kib * 1024 + 16)},
+        json.dump({"metadata": {"total_size":
+                                n * (kib * 1024 + 4 * packed + 16)},
                    "weight_map": weight_map}, f)
 
 
@@ -57,6 +59,9 @@ def main():
     args = sys.argv[1:]
     if args[:1] == ["--sharded"]:
         write_sharded(args[1], int(args[2]), int(args[3]))
+        return
+    if args[:2] == ["--packed", "--sharded"]:
+        write_sharded(args[2], int(args[3]), int(args[4]), packed=True)
         return
     if args[:1] == ["--packed"]:
         write(args[1], int(args[2]), int(args[3]), packed=True)
