@@ -119,6 +119,24 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
 #define PIN_ST_LOAD_OPEN	(1U << 1)
 
 /*
+ * PIN_ST_LOAD_ALIGN: every tensor's data starts at a region offset that is
+ * a multiple of PIN_ST_ALIGN (64 bytes: what JAX's CPU client and SIMD
+ * code need to use memory in place), whatever the file's layout. The
+ * tensors keep their file order; each goes to the first multiple of
+ * PIN_ST_ALIGN at or after the end of the one before (the first: at or
+ * after the data section's start), so a tensor the file already has
+ * aligned, with none misaligned before it, stays where the read put it.
+ * The data section is read as without the flag, then each tensor that
+ * must move is moved inside the region (memmove, last first) and the
+ * padding zeroed, before the seal; the region is sized for the padding
+ * (pin_st_load_into: -ENOSPC where r has no room for it). What was moved
+ * is in pin_st_phases (align_bytes, align_ns). The layout depends on
+ * the header alone.
+ */
+#define PIN_ST_LOAD_ALIGN	(1U << 2)
+#define PIN_ST_ALIGN		64
+
+/*
  * Options of pin_st_load and pin_st_load_into; NULL: none. region places
  * the regions pin_st_load allocates (PIN_REGION_NODE, with
  * PIN_REGION_ANY_NODE or not, on either backend: beside the GPU the
@@ -127,7 +145,7 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  */
 struct pin_st_load_opts {
 	uint32_t size;			/* sizeof(struct pin_st_load_opts) */
-	uint32_t flags;			/* PIN_ST_LOAD_WHOLE_FILE, _OPEN, 0 */
+	uint32_t flags;			/* PIN_ST_LOAD_WHOLE_FILE, _OPEN, _ALIGN */
 	const struct pin_region_opts *region;
 	const struct pin_io_opts *io;
 };
@@ -211,6 +229,9 @@ struct pin_st_phases {
 	uint64_t pin_ns;
 	uint64_t transfer_ns;
 	uint64_t seal_ns;
+	/* PIN_ST_LOAD_ALIGN: bytes moved to aligned places, time it took */
+	uint64_t align_bytes;
+	uint64_t align_ns;
 };
 
 int pin_st_phases(const struct pin_st *ck, struct pin_st_phases *phases);

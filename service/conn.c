@@ -134,7 +134,8 @@ void conn_hand_over(struct loop *l, struct conn *c, struct entry *e,
 		.file_size = (uint64_t)e->key.size,
 		.view_length = e->view_length,
 		.backend = (uint32_t)pin_dev_backend(e->dev),
-		.flags = fresh ? CACHE_LOAD_FRESH : 0,
+		.flags = (fresh ? CACHE_LOAD_FRESH : 0) |
+			 (e->aligned ? CACHE_LOAD_ALIGNED : 0),
 	};
 	int n = cache_proto_encode(l->rep, CACHE_MAX_REPLY, CACHE_REP_LOAD,
 				   &r, sizeof(r));
@@ -145,6 +146,10 @@ void conn_hand_over(struct loop *l, struct conn *c, struct entry *e,
 	}
 	c->state = CONN_NEW;
 	c->beat_ns = 0;
+	if (e->aligned && !c->aligned_ok) {
+		conn_error(l, c, EOPNOTSUPP, "this copy has its tensors on 64 bytes, which this client (older than the service) cannot read: load privately");
+		return;
+	}
 	if (n < 0 || cache_msg_send(c->fd, l->rep, (size_t)n,
 				    pin_view_fd(e->view), MSG_DONTWAIT)) {
 		conn_close(l, c);

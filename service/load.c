@@ -2,8 +2,10 @@
 /*
  * Loading one entry, in a thread of its own so that the event loop keeps
  * serving: the whole file image (header and data) into a region sized by
- * the file the client asked about, checked as safetensors, sealed, with
- * one read-only view to hand out. The thread owns the entry's load fields
+ * the file the client asked about (and room for padding), checked as
+ * safetensors, with every tensor moved onto 64 bytes where libpin's loader
+ * read it (CACHE_LOAD_ALIGNED), sealed, with one read-only view to hand
+ * out. The thread owns the entry's load fields
  * until it posts the entry as loaded; the client's fd then goes to its
  * member's thread to be closed.
  */
@@ -77,10 +79,11 @@ static int check_image(struct entry *e, uint64_t size)
  * is refused before anything is read. EACCES: the service may not open
  * the file itself (read_from_fd then).
  */
-static int load_whole_file(struct entry *e)
+static int load_whole_file(struct entry *e, unsigned flags)
 {
+	struct pin_st_phases ph = { .size = sizeof(ph) };
 	struct pin_st_load_opts lo = {
-		.size = sizeof(lo), .flags = PIN_ST_LOAD_WHOLE_FILE,
+		.size = sizeof(lo), .flags = PIN_ST_LOAD_WHOLE_FILE | flags,
 	};
 	struct pin_st *st = pin_st_create();
 	char path[64];
@@ -90,6 +93,8 @@ static int load_whole_file(struct entry *e)
 		return fail(e, ENOMEM, "%s", "out of memory");
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", e->file_fd);
 	ret = pin_st_load_into(st, e->region, 0, path, &lo);
+	/* Only where a tensor moved is the image not the file itself. */
+	e->aligned = !ret && !pin_st_phases(st, &ph) && ph.align_bytes;
 	if (ret == -ENOSPC)
 		snprintf(e->errtext, sizeof(e->errtext), "%.150s: the file changed between the request and the load (it no longer fits the size it was asked with)",
 			 e->name);
@@ -118,22 +123,57 @@ static int check_unchanged(struct entry *e, const char *when)
 	return 0;
 }
 
-/* The region: exactly what was charged, pinned before the reads. */
+/*
+ * Room for the padding that puts every tensor on 64 bytes: at most 63
+ * bytes a tensor, and a header of n bytes names at most n / 50 + 1 of them
+ * (the shortest entry, "":{"dtype":"U8","shape":[],"data_offsets":[0,0]},
+ * has 50). 0 where the length cannot be read (the load then says why).
+ */
+static uint64_t padding_room(struct entry *e)
+{
+	unsigned char b[8];
+	uint64_t n = 0;
+	int i;
+
+	if (pread(e->file_fd, b, 8, 0) != 8)
+		return 0;
+	for (i = 7; i >= 0; i--)
+		n = n << 8 | b[i];
+	return n > PIN_ST_MAX_HEADER ? 0 : 64 * (n / 50 + 2);
+}
+
+/*
+ * The region: the file and room for the padding, never more than was
+ * charged; pinned before the reads.
+ */
 static int make_region(struct entry *e, uint64_t size)
 {
-	int ret = pin_region_create(e->dev, ALIGN_UP(size, 4096),
-				    &(struct pin_region_opts){
+	uint64_t want = size + padding_room(e);
+	int ret;
+
+	if (want > e->bytes)
+		want = e->bytes > size ? e->bytes : size;
+	ret = pin_region_create(e->dev, ALIGN_UP(want, 4096),
+				&(struct pin_region_opts){
 					.size = sizeof(struct pin_region_opts),
 					.flags = PIN_REGION_FALLBACK },
-				    &e->region);
+				&e->region);
 
 	return ret ? fail(e, -ret, "allocate: %s", pin_dev_error(e->dev)) : 0;
 }
 
 static int fill_and_seal(struct entry *e, uint64_t size)
 {
-	int ret = load_whole_file(e);
+	/*
+	 * Every tensor on 64 bytes (JAX takes such memory in place), where
+	 * the padding fits the region; else the file's own layout.
+	 */
+	int ret = load_whole_file(e, PIN_ST_LOAD_ALIGN);
 
+	if (ret == ESTALE) {
+		e->errtext[0] = 0;
+		ret = load_whole_file(e, 0);
+	}
 	if (ret == EACCES) {
 		ret = read_from_fd(e, size);
 		if (!ret)

@@ -33,6 +33,7 @@ static void handle_load(struct loop *l, struct conn *c,
 	}
 	c->state = CONN_KEYING;
 	c->heartbeat = !!(msg->u.load.flags & CACHE_REQ_HEARTBEAT);
+	c->aligned_ok = !!(msg->u.load.flags & CACHE_REQ_ALIGNED);
 	c->deadline_ns = after_ms((uint64_t)l->o->client_timeout_ms);
 	member_key(c->member, fd, c->id);
 	if (c->heartbeat)

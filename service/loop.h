@@ -34,6 +34,7 @@ struct conn {
 	uint64_t deadline_ns;
 	uint64_t beat_ns;		/* the next CACHE_REP_WAIT; 0: not asked */
 	int heartbeat;
+	int aligned_ok;			/* reads CACHE_LOAD_ALIGNED images */
 	pid_t pid;
 	uid_t uid;
 	/* CONN_ROOM: the keyed file, not yet loading. */

@@ -74,6 +74,7 @@ struct entry {
 	struct pin_region *region;
 	struct pin_view *view;
 	uint64_t view_length;
+	int aligned;			/* tensors on 64 bytes: CACHE_LOAD_ALIGNED */
 	int err;			/* positive errno when the load failed */
 	char errtext[512];
 	struct store *owner;

@@ -24,6 +24,7 @@ struct cache_view {
 	void *map;
 	size_t len;		/* of the mapping */
 	uint64_t file_size;	/* of the file image at its start */
+	int aligned;		/* CACHE_LOAD_ALIGNED: tensors on 64 bytes */
 };
 
 struct pin_cache_ck {
@@ -79,7 +80,9 @@ static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
 	}
 	v[c->nviews++] = (struct cache_view){ .map = map,
 					      .len = r->view_length,
-					      .file_size = r->file_size };
+					      .file_size = r->file_size,
+					      .aligned = !!(r->flags &
+							    CACHE_LOAD_ALIGNED) };
 	if (c->nviews == 1)
 		c->entry = r->entry_id;
 	c->fresh += !!(r->flags & CACHE_LOAD_FRESH);
@@ -147,7 +150,20 @@ static int take_reply(struct pin_cache_ck *c, const char *path,
 	return say_private(c, path, k, ret);
 }
 
-/* A service older than the heartbeat refuses the flag with these words. */
+/* File fi's image in view v, as the service laid it out. */
+static int parse_view(struct pin_st *st, unsigned fi,
+		      const struct cache_view *v)
+{
+	if (v->aligned)
+		return pin__st_parse_placed(st, fi, v->map, v->file_size,
+					    v->len);
+	return pin__st_parse_image(st, fi, v->map, v->file_size);
+}
+
+/*
+ * A service older than the heartbeat (or than aligned images) refuses the
+ * flag with these words.
+ */
 static int refused_heartbeat(const struct cache_call *k, int ret)
 {
 	static const char text[] = "load request: unknown flags";
@@ -162,13 +178,16 @@ static int refused_heartbeat(const struct cache_call *k, int ret)
  * Ask the service for the file open at fd and map the view it answers
  * with. Returns 0 (mapped: c's last view), a positive errno when the
  * service is not there to ask or does not answer in time (fall back), or
- * -errno for the file's own failure. The request asks for heartbeats; a
- * service too old to know them is asked once more without.
+ * -errno for the file's own failure. The request asks for heartbeats and
+ * says it reads aligned images; a service too old to know these flags is
+ * asked once more without them.
  */
 static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 		       char *why, size_t len)
 {
-	struct cache_req_load req = { .flags = CACHE_REQ_HEARTBEAT };
+	struct cache_req_load req = {
+		.flags = CACHE_REQ_HEARTBEAT | CACHE_REQ_ALIGNED,
+	};
 	struct cache_call k = { .type = CACHE_REQ_LOAD, .payload = &req,
 				.payload_len = sizeof(req), .fd = fd,
 				.timeout_ms = c->timeout_ms };
@@ -215,8 +234,11 @@ static int shared_file(struct pin_cache_ck *c, const char *sock, int fd,
 		return -ENOMEM;
 	snprintf(name, sizeof(name), "fd %d (shared entry %llu)", fd,
 		 (unsigned long long)c->entry);
-	ret = pin_st_parse_buffer(c->st, c->views[0].map,
-				  c->views[0].file_size, name);
+	ret = pin__st_add_file(c->st, name);
+	if (!ret)
+		ret = parse_view(c->st, 0, &c->views[0]);
+	if (!ret)
+		ret = pin__st_build_index(c->st);
 	if (ret) {
 		set_why(why, len, pin_st_error(c->st), strlen(pin_st_error(c->st)));
 		return ret;
@@ -257,7 +279,7 @@ static int shared_shard(struct pin_st *st, unsigned fi, void *arg)
 	if (ret)
 		return ret;
 	v = &a->c->views[a->c->nviews - 1];
-	ret = pin__st_parse_image(st, fi, v->map, v->file_size);
+	ret = parse_view(st, fi, v);
 	if (ret)
 		set_why(a->why, a->len, pin_st_error(st), strlen(pin_st_error(st)));
 	return ret;

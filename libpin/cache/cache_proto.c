@@ -49,7 +49,8 @@ static int decode_payload(const struct type_rule *tr, const uint8_t *p,
 	switch (tr->type) {
 	case CACHE_REQ_LOAD:
 		memcpy(&msg->u.load, p, sizeof(msg->u.load));
-		if ((msg->u.load.flags & ~CACHE_REQ_HEARTBEAT) ||
+		if ((msg->u.load.flags &
+		     ~(CACHE_REQ_HEARTBEAT | CACHE_REQ_ALIGNED)) ||
 		    msg->u.load.reserved)
 			return refuse(why, "load request: unknown flags");
 		break;

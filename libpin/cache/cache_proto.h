@@ -47,6 +47,12 @@ struct cache_req_load {
  * a client can tell a long load from a service that does not answer.
  */
 #define CACHE_REQ_HEARTBEAT	(1U << 0)
+/*
+ * The asker reads an image whose tensors were placed on 64 bytes
+ * (CACHE_LOAD_ALIGNED below). A service answers a request without this
+ * flag for such an image with EOPNOTSUPP: the asker loads privately.
+ */
+#define CACHE_REQ_ALIGNED	(1U << 1)
 
 struct cache_rep_wait {
 	uint32_t interval_ms;	/* the next one comes within this */
@@ -54,6 +60,15 @@ struct cache_rep_wait {
 };
 
 #define CACHE_LOAD_FRESH	(1U << 0)	/* this request loaded it */
+/*
+ * The image holds the file's first data_start bytes (its header) as the
+ * file has them, and each tensor where a PIN_ST_LOAD_WHOLE_FILE |
+ * PIN_ST_LOAD_ALIGN load puts it (pin_st.h: in file order, each at the
+ * first multiple of 64 at or after the end of the one before), all within
+ * view_length; file_size is still the file's. Without it the image is the
+ * file, byte for byte.
+ */
+#define CACHE_LOAD_ALIGNED	(1U << 1)
 
 struct cache_rep_load {
 	uint64_t entry_id;

@@ -17,6 +17,8 @@
 struct st_tensor {
 	struct pin_st_tensor pub;	/* name, shape point into owned memory */
 	uint64_t begin, end;		/* data_offsets */
+	uint64_t place;			/* where a load puts it (from the
+					 * data start): begin, or aligned */
 };
 
 struct st_file {
@@ -68,6 +70,15 @@ int pin__st_read_header(struct pin_st *ck, struct pin__file *f, unsigned fi);
 int pin__st_parse_image(struct pin_st *ck, unsigned fi, const void *buf,
 			uint64_t len);
 int pin__st_build_index(struct pin_st *ck);
+
+/* Placing the tensors of a load (safetensors_align.c). */
+uint64_t pin__st_plan(struct pin_st *ck, size_t first, uint64_t base,
+		      uint64_t data_len);
+int pin__st_place(struct pin_st *ck, struct pin_region *r, size_t first,
+		  uint64_t base, char *map);
+/* pin__st_parse_image of an image whose tensors were placed on 64 bytes. */
+int pin__st_parse_placed(struct pin_st *ck, unsigned fi, const void *buf,
+			 uint64_t len, uint64_t cap);
 
 /* Loads (safetensors_load.c, safetensors_index.c; safetensors_open.c
  * picks one). */

@@ -200,7 +200,7 @@ static void register_tensors(struct file_load *fl, size_t first, void *map)
 		struct st_tensor *t = &ck->t[i];
 
 		t->pub.region = fl->r;
-		t->pub.region_offset = fl->head + t->begin;
+		t->pub.region_offset = fl->head + t->place;
 		t->pub.data = (char *)map + t->pub.region_offset;
 	}
 	fl->sf->region = fl->r;
@@ -235,8 +235,10 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	fl.astart = (ck->load_flags & PIN_ST_LOAD_WHOLE_FILE) ? 0 :
 		    fl.sf->data_start & ~(uint64_t)(PIN_IO_ALIGN - 1);
 	fl.head = fl.sf->data_start - fl.astart;
-	fl.span = pin_file_span(fl.astart, fl.sf->data_start - fl.astart +
-				fl.sf->data_len);
+	/* Read (and region) up to the end of the last tensor as placed. */
+	fl.span = pin_file_span(fl.astart, fl.head +
+				pin__st_plan(ck, first, fl.head,
+					     fl.sf->data_len));
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
@@ -244,6 +246,8 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	ret = prepare_region(&fl);
 	if (!ret)
 		ret = read_data(&fl, &po, prog);
+	if (!ret)
+		ret = pin__st_place(ck, fl.r, first, fl.head, NULL);
 	if (!ret)
 		ret = seal_region(&fl, &map);
 	if (ret)
@@ -304,7 +308,9 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 	/* Whole file: the image from byte 0, so the head is the header. */
 	head = whole ? sf->data_start : sf->data_start & (PIN_IO_ALIGN - 1);
 	span = pin_file_span(sf->data_start - head, head + sf->data_len);
-	ret = check_fill_target(ck, r, region_off, span, sf->path);
+	ret = check_fill_target(ck, r, region_off, pin_file_span(0, head +
+				pin__st_plan(ck, 0, head, sf->data_len)),
+				sf->path);
 	if (ret)
 		goto out;
 	ret = pin_region_map(r, (void **)&map);
@@ -321,9 +327,12 @@ static int fill_region(struct pin_st *ck, struct pin_region *r,
 		pin__st_fail(ck, ret, "%s", st.error);
 		goto out;
 	}
+	ret = pin__st_place(ck, r, 0, head, map + region_off);
+	if (ret)
+		goto out;
 	for (i = 0; i < ck->n; i++) {
 		ck->t[i].pub.region = r;
-		ck->t[i].pub.region_offset = region_off + head + ck->t[i].begin;
+		ck->t[i].pub.region_offset = region_off + head + ck->t[i].place;
 		ck->t[i].pub.data = map + ck->t[i].pub.region_offset;
 	}
 	st.ns = pin__now_ns() - t0;
@@ -351,7 +360,8 @@ int pin__st_load_opts(struct pin_st *ck, const struct pin_st_load_opts *opts,
 		return pin__st_fail(ck, ret, "load options: %s",
 				    ret == -E2BIG ? "fields this libpin does not know are set" :
 				    "size below libpin 1.0's (PIN_INIT sets it)");
-	if ((lo->flags & ~(PIN_ST_LOAD_WHOLE_FILE | PIN_ST_LOAD_OPEN)) || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
+	if ((lo->flags & ~(PIN_ST_LOAD_WHOLE_FILE | PIN_ST_LOAD_OPEN |
+			   PIN_ST_LOAD_ALIGN)) || (ro.flags & ~(PIN_REGION_NODE | PIN_REGION_ANY_NODE)) ||
 	    ro.flags == PIN_REGION_ANY_NODE ||
 	    ((ro.flags & PIN_REGION_NODE) && ro.node < 0))
 		return pin__st_fail(ck, -EINVAL,
@@ -377,9 +387,9 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	ret = pin__st_load_opts(ck, opts, &lo, &node, &flags);
 	if (ret)
 		return ret;
-	if (lo.region || (lo.flags & ~PIN_ST_LOAD_WHOLE_FILE))
+	if (lo.region)
 		return pin__st_fail(ck, -EINVAL,
-				    "%s: load into a region the caller has: no region options, no flag but PIN_ST_LOAD_WHOLE_FILE",
+				    "%s: load into a region the caller has: no region options",
 				    path);
 	memset(&ck->stats, 0, sizeof(ck->stats));
 	if (!r || region_off % PIN_IO_ALIGN)
@@ -392,6 +402,8 @@ int pin_st_load_into(struct pin_st *ck, struct pin_region *r,
 	ret = pin__io_opts(lo.io, &o, &ck->stats);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", ck->stats.error);
+	ck->load_flags = lo.flags;
+	memset(&ck->phases, 0, sizeof(ck->phases));
 	ret = pin__st_add_file(ck, path);
 	if (!ret)
 		ret = fill_region(ck, r, region_off,

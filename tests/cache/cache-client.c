@@ -2,7 +2,8 @@
 /*
  * A client of pinmem-cached for the tests: open FILE, ask the service for
  * it, print what came back (shared or private, entry, tensors, a checksum
- * of every tensor's bytes), then keep the mapping for --hold seconds (or
+ * of every tensor's bytes; whether every tensor's data is on 64 bytes),
+ * then keep the mapping for --hold seconds (or
  * until a line arrives on stdin with --hold -1), then checksum again
  * ("after: sum") and close. --path: FILE through pin_cache_open_path
  * (which a sharded checkpoint's *.index.json needs), not an fd.
@@ -33,6 +34,19 @@ static uint64_t checksum(const struct pin_st *st)
 			sum = sum * 31 + p[j];
 	}
 	return sum;
+}
+
+/* Whether every tensor with bytes starts on 64 bytes. */
+static int aligned(const struct pin_st *st)
+{
+	for (size_t i = 0; i < pin_st_count(st); i++) {
+		struct pin_st_tensor t = PIN_INIT(struct pin_st_tensor);
+
+		if (pin_st_tensor(st, i, &t) ||
+		    (t.nbytes && (uintptr_t)t.data % 64))
+			return 0;
+	}
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -84,6 +98,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)pin_cache_entry(c),
 	       pin_st_count(pin_cache_st(c)),
 	       (unsigned long long)checksum(pin_cache_st(c)));
+	printf("aligned: %s\n", aligned(pin_cache_st(c)) ? "yes" : "no");
 	printf("how: %s\n", pin_cache_how(c));
 	fflush(stdout);
 	if (hold < 0) {

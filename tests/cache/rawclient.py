@@ -84,7 +84,7 @@ def one(path, case, fname):
     elif case == "reserved":
         send(s, packet(LIST, res=1))
     elif case == "flags":
-        send(s, packet(LOAD, struct.pack("=II", 2, 0)), [fd])
+        send(s, packet(LOAD, struct.pack("=II", 4, 0)), [fd])
     elif case == "short":
         send(s, b"PMC")
     elif case == "huge":

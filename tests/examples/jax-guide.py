@@ -9,8 +9,8 @@ import numpy as np
 import pinmem
 
 os.chdir(sys.argv[1])
-# Data on 64 bytes, which JAX needs to take it without a copy (pinmem's
-# writer puts it on 4096; other writers: load_safetensors' copy_unaligned).
+# Any writer will do: load_safetensors puts every tensor on the 64 bytes
+# JAX needs to take it without a copy.
 pinmem.save_safetensors("model.safetensors", {"w": np.ones((4, 4), np.float32)})
 # guide
 import gc, jax, jax.numpy as jnp, numpy as np, pinmem, pinmem.jax as pj

@@ -204,9 +204,9 @@ static void whole_file(struct pin_dev *dev, const char *path)
 	ck = pin_st_create();
 	CHECK_EQ(pin_st_load_into(ck, r, (1 << 20) - 4096, path, &lo), -ENOSPC);
 	CHECK_EQ(pin_st_count(ck), 0);
-	lo.flags = PIN_ST_LOAD_OPEN << 1;
+	lo.flags = PIN_ST_LOAD_ALIGN << 1;	/* no such flag */
 	CHECK_EQ(pin_st_load_into(ck, r, 0, path, &lo), -EINVAL);
-	CHECK(strstr(pin_st_error(ck), "flags 0x4"), "%s", pin_st_error(ck));
+	CHECK(strstr(pin_st_error(ck), "flags 0x8"), "%s", pin_st_error(ck));
 	CHECK_EQ(pin_st_load(ck, dev, path, &lo), -EINVAL);
 	CHECK_EQ(pin_st_count(ck), 0);
 	pin_st_close(ck);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The readers the safetensors differential tests compare: the real
 safetensors library (the judge), pinmem's Python reader, pinmem's
-safe_open (libpin's load into pinned memory) and libpin's C parser. Each
+safe_open (libpin's load into pinned memory), libpin's load that places
+every tensor on 64 bytes (pinmem.jax's) and libpin's C parser. Each
 takes a file image and its path and returns ("ok", {name: (dtype, shape,
 bytes)}, metadata dict) or ("refused", why). Imported after
 pytest.importorskip("safetensors").
@@ -15,6 +16,7 @@ import safetensors as st
 from pinmem import _lib
 from pinmem._lib import lib
 from pinmem.safetensors import _format
+import pinmem
 import pinmem.safetensors as pst
 
 lib.pin_st_parse_buffer.restype = ctypes.c_int
@@ -101,6 +103,47 @@ def pin_load(path):
         return "refused", str(e)
 
 
+def pin_aligned_load(path):
+    """libpin's load with PIN_ST_LOAD_ALIGN (pinmem.jax's): the file's
+    bytes, each tensor at a multiple of 64 bytes of its region and the
+    padding between tensors zero (checked here). None where NumPy cannot
+    hold a shape, as pin_load."""
+    from pinmem import core
+    try:
+        ck = pinmem.load_safetensors(path, align=True)
+    except pinmem.PinError as e:
+        assert e.errno == 22, e
+        return "refused", str(e)
+    except ValueError as e:             # a shape NumPy cannot hold
+        assert "dimension" in str(e) or "too big" in str(e), e
+        return None
+    try:
+        _, ents, _ = _format.parse_file(path)
+        out, places = {}, []
+        for name, dt, shape, b, e in ents:
+            a = ck[name]
+            m = core._mapping_of(a)
+            off = a.__array_interface__["data"][0] - m.addr + m.offset
+            assert off % 64 == 0, (path, name, off)
+            out[name] = (dt, tuple(shape), a.tobytes())
+            places.append((off, off + e - b))
+        if places:
+            places.sort()
+            r = ck.regions[0]
+            with r.view(np.uint8, (places[-1][1] - places[0][0],),
+                        offset=places[0][0]) as v:
+                lo = places[0][0]
+                gaps = [(end, nxt) for (_, end), (nxt, _) in
+                        zip(places, places[1:])
+                        if v[end - lo:nxt - lo].any()]
+                assert not gaps, (path, "padding not zero", gaps)
+        return "ok", out, dict(ck.metadata)
+    finally:
+        ck.close()
+        for r in ck.regions or ():
+            r.close()
+
+
 def _c_tensors(ck, with_data, blob=None):
     out = {}
     t = _lib.init(_lib.PinStTensor)
@@ -151,4 +194,5 @@ def pin_c_read(blob, path):
 
 PIN_READERS = {"python": lambda b, p: pin_py_read(b, p),
                "c": pin_c_read,
-               "load": lambda b, p: pin_load(p)}
+               "load": lambda b, p: pin_load(p),
+               "aligned": lambda b, p: pin_aligned_load(p)}

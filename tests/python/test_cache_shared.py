@@ -128,6 +128,44 @@ def test_sharded_index_each_shard_an_entry(service, tmp_path, monkeypatch):
     assert ", 2 entries," in _entries(service)
 
 
+def test_shared_copy_has_every_tensor_on_64_bytes(service, tmp_path,
+                                                  monkeypatch):
+    """A file laid out as the safetensors package writes it (data on 8
+    bytes only, an odd-sized tensor): the service's one copy has every
+    tensor on 64 bytes, so JAX takes each in place; NumPy's shared load
+    reads the same bytes; a client that does not say it reads such copies
+    is declined (EOPNOTSUPP: it loads privately), not handed a layout it
+    would misread."""
+    jax = pytest.importorskip("jax")
+    import pinmem.jax as pj
+    path = str(tmp_path / "packed.safetensors")
+    want = {"a": np.arange(3, dtype=np.float32),
+            "b": np.arange(35, dtype=np.int16).reshape(5, 7),
+            "c": np.linspace(-1, 1, 100).astype(np.float32)}
+    stnp.save_file(want, path)
+    with open(path, "rb") as f:
+        assert (8 + int.from_bytes(f.read(8), "little")) % 64
+    monkeypatch.setenv("PIN_CACHE_SOCKET", service)
+    p = pj.load_safetensors(path, shared=True)
+    assert p.copied == [] and p.regions == []
+    for k, x in p.items():
+        assert isinstance(x, jax.Array) and x.unsafe_buffer_pointer() % 64 \
+            == 0, k
+        assert np.array_equal(np.asarray(x), want[k]), k
+    sd = stnp.load_file(path, shared=True)
+    for k in want:
+        assert np.array_equal(sd[k], want[k]), k
+    assert ", 1 entries," in _entries(service)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data, fds = shared._exchange(service, fd, shared._HEARTBEAT, 5.0)
+    finally:
+        os.close(fd)
+    assert not fds
+    err, text = shared._error(data)
+    assert err == 95 and "load privately" in text, (err, text)
+
+
 def test_jax_shared_zero_copy(service, tmp_path, monkeypatch):
     jax = pytest.importorskip("jax")
     import pinmem.jax as pj

@@ -157,26 +157,99 @@ def test_load_safetensors_zero_copy(scratch, dev):
     region.close()
 
 
-def test_load_safetensors_refuses_unaligned_tensors(scratch, dev):
-    # safetensors' own layout: data back to back after a header padded to
-    # 8 bytes: "a" at offset 120 of the file (and the region), "b" 4 bytes
-    # after it, so JAX could only copy them.
-    from pinmem.safetensors.numpy import save_file
+FIXTURES = os.environ.get("PINMEM_FIXTURES") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures",
+    "safetensors-reference")
+
+
+def zero_copy(params, path):
+    """Each array of params reads its file's mapping in place, on 64 bytes,
+    and holds what the safetensors package reads from path."""
+    snp = pytest.importorskip("safetensors.numpy")
+    want = snp.load_file(path)
+    assert sorted(params) == sorted(want) and params.copied == []
+    for k, x in params.items():
+        assert x.dtype == want[k].dtype and x.shape == want[k].shape, k
+        assert np.array_equal(np.asarray(x), want[k]), k
+        if x.size:
+            ptr = x.unsafe_buffer_pointer()
+            lo, hi = pj.mapping_range(x)
+            assert lo <= ptr < hi and ptr % 64 == 0, (k, hex(ptr))
+
+
+def test_load_safetensors_places_every_tensor_on_64_bytes(scratch, dev):
+    """A file the safetensors package wrote: a header padded to 8 bytes
+    only, tensors back to back (odd sizes among them), so none of its
+    tensors lies on 64 bytes of the file. Every one becomes a zero-copy
+    jax.Array, moved inside the region before the seal."""
+    snp = pytest.importorskip("safetensors.numpy")
     p = os.path.join(scratch, "packed.safetensors")
-    save_file({"a": np.zeros(1, np.float32), "b": np.ones(4, np.float32)}, p)
-    before = dl.live_exports()
-    with pytest.raises(ValueError, match="tensor [ab] .*not a multiple of 64"):
-        pj.load_safetensors(p, dev=dev)
-    gc.collect()
-    assert dl.live_exports() == before
-    # Asked for: the unaligned one copied and named, the others views.
-    # pinmem's writer starts the data on 4096: "a" aligned, "b" 4 bytes on.
+    tensors = {"a": np.arange(3, dtype=np.float32),
+               "b": (np.arange(35, dtype=np.float32) / 3).reshape(5, 7)
+               .astype(BF16),
+               "c": np.arange(100, dtype=np.int8),
+               "d": np.zeros((0, 4), np.float32),
+               "e": np.arange(-8, 8, dtype=np.int16)}
+    snp.save_file(tensors, p)
+    with open(p, "rb") as f:
+        data_start = 8 + int.from_bytes(f.read(8), "little")
+    assert data_start % 64          # the package's layout, not ours
+    params = pj.load_safetensors(p, dev=dev)
+    zero_copy(params, p)
+    assert [r.state for r in params.regions] == ["sealed"]
+    # What the placing cost: every non-empty tensor moved (the first
+    # starts at data_start, off 64), once.
+    ck = pinmem.load_safetensors(p, dev=dev, align=True)
+    assert ck.stats["align_bytes"] == sum(a.nbytes for a in tensors.values())
+    assert ck.stats["align_seconds"] > 0
+    ck.close()
+    # pinmem's writer: the data on 4096, "a" 4 bytes, so "b" is off 64 in
+    # the file and moved; "a" stays.
     p = os.path.join(scratch, "aligned.safetensors")
     pinmem.save_safetensors(p, {"a": np.zeros(1, np.float32),
                                 "b": np.ones(4, np.float32)})
-    with pytest.raises(ValueError, match="tensor b .*not a multiple of 64"):
-        pj.load_safetensors(p, dev=dev)
-    params = pj.load_safetensors(p, dev=dev, copy_unaligned=True)
+    zero_copy(pj.load_safetensors(p, dev=dev), p)
+    ck = pinmem.load_safetensors(p, dev=dev, align=True)
+    assert ck.stats["align_bytes"] == 16
+    ck.close()
+
+
+def test_reference_files_load_zero_copy(dev):
+    """The safetensors library's own reference files (shared fixtures,
+    read in place): every dtype zero-copy, F64 once 64-bit types are on;
+    before that the error says how to turn them on."""
+    files = sorted(f for f in os.listdir(FIXTURES)
+                   if f.endswith(".safetensors")) \
+        if os.path.isdir(FIXTURES) else []
+    if not files:
+        pytest.skip("no safetensors reference fixtures at %s" % FIXTURES)
+    before = dl.live_exports()
+    with pytest.raises(ValueError, match=r"tensor d is float64.*"
+                       r"jax\.config\.update\(\"jax_enable_x64\", True\)"):
+        pj.load_safetensors(os.path.join(FIXTURES, "overall.safetensors"),
+                            dev=dev)
+    gc.collect()
+    assert dl.live_exports() == before      # refused before any import
+    with jax.enable_x64(True):
+        for f in files:
+            path = os.path.join(FIXTURES, f)
+            zero_copy(pj.load_safetensors(path, dev=dev), path)
+
+
+def test_unaligned_tensors_without_align_name_the_fixes(scratch, dev):
+    """align=False keeps the file's layout: a tensor off 64 bytes is
+    refused naming both ways out, or copied (and named) when asked."""
+    p = os.path.join(scratch, "aligned.safetensors")
+    pinmem.save_safetensors(p, {"a": np.zeros(1, np.float32),
+                                "b": np.ones(4, np.float32)})
+    before = dl.live_exports()
+    with pytest.raises(ValueError, match="tensor b .*not a multiple of 64.*"
+                       "align=True.*copy_unaligned=True"):
+        pj.load_safetensors(p, dev=dev, align=False)
+    gc.collect()
+    assert dl.live_exports() == before
+    params = pj.load_safetensors(p, dev=dev, align=False,
+                                 copy_unaligned=True)
     assert params.copied == ["b"]
     assert pj.mapping_range(params["b"]) is None
     rng = pj.mapping_range(params["a"])

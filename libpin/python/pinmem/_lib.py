@@ -183,8 +183,11 @@ def why_of(opts, buf):
 
 # One step of a load (pin_st_timeline); flags: PIN_ST_STEP_*.
 PIN_ST_STEP_KERNEL_FILL = 1
-# pin_st_load_opts.flags
+# pin_st_load_opts.flags: PIN_ST_LOAD_OPEN leaves the region open;
+# PIN_ST_LOAD_ALIGN puts every tensor at a multiple of PIN_ST_ALIGN.
 PIN_ST_LOAD_OPEN = 1 << 1
+PIN_ST_LOAD_ALIGN = 1 << 2
+PIN_ST_ALIGN = 64
 
 
 class PinStStep(Structure):
@@ -198,6 +201,18 @@ class PinStStep(Structure):
         ("pin_end_ns", c_uint64),
         ("read_begin_ns", c_uint64),
         ("read_end_ns", c_uint64),
+    ]
+
+
+class PinStPhases(Structure):
+    _fields_ = [
+        ("size", c_uint32),
+        ("alloc_ns", c_uint64),
+        ("pin_ns", c_uint64),
+        ("transfer_ns", c_uint64),
+        ("seal_ns", c_uint64),
+        ("align_bytes", c_uint64),
+        ("align_ns", c_uint64),
     ]
 
 
@@ -297,6 +312,7 @@ _OPTIONAL = {
     "pin_fd_recv": (c_int, [c_int, POINTER(c_int)]),
     "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),
     "pin_st_timeline": (c_int, [_st, POINTER(PinStStep), c_size_t]),
+    "pin_st_phases": (c_int, [_st, POINTER(PinStPhases)]),
     "pin_st_save": (c_int, [_st, c_char_p, POINTER(PinStTensor), c_size_t,
                             POINTER(c_char_p), POINTER(c_char_p), c_size_t,
                             POINTER(PinIoOpts)]),

@@ -22,10 +22,14 @@ the kernel counts it, so donating the region is refused (BusyError names
 the mapping: pid, command, address range).
 
 Zero-copy or an error: JAX copies a buffer it cannot use in place (on the
-CPU: one not aligned to 64 bytes). view() and load_safetensors() refuse
-such an offset with ValueError before mapping anything, and check that the
-array JAX made reads the mapping (unsafe_buffer_pointer()); nothing here
-ever copies.
+CPU: one not aligned to 64 bytes). load_safetensors() places every tensor
+of a file on 64 bytes of its region (libpin's PIN_ST_LOAD_ALIGN: the
+tensors the file has elsewhere, e.g. all of them in a file the safetensors
+package wrote, are moved inside the region before it is sealed), so any
+valid file gives zero-copy arrays. view() refuses an offset that is not a
+multiple of 64 with ValueError before mapping anything; both check that
+the array JAX made reads the mapping (unsafe_buffer_pointer()); nothing
+here copies unless copy_unaligned=True asks for it.
 
 Read-only: JAX arrays are immutable and XLA never writes an imported
 buffer: donating one to a jitted function makes XLA allocate the output
@@ -52,21 +56,32 @@ __all__ = ["view", "load_safetensors", "ALIGNMENT", "mapping_range"]
 ALIGNMENT = 64
 
 
-def _check_aligned(offset, what):
+def _check_aligned(offset, what, fix):
     # A view mapping starts on a page, so the array's address is aligned
     # as its offset into the region is.
     if offset % ALIGNMENT:
         raise ValueError(
             "pinmem.jax: %s starts at offset %d, not a multiple of %d "
-            "bytes: JAX would copy it, and this is a zero-copy view "
-            "(copy it explicitly, e.g. jax.numpy.array(region.view(...)))"
-            % (what, offset, ALIGNMENT))
+            "bytes: JAX would copy it, and this is a zero-copy view (%s)"
+            % (what, offset, ALIGNMENT, fix))
+
+
+def _check_type(dtype, what):
+    """ValueError where JAX would convert dtype (a copy): 64-bit types
+    while jax_enable_x64 is off."""
+    if jax.dtypes.canonicalize_dtype(dtype) != dtype:
+        raise ValueError(
+            "pinmem.jax: %s is %s, which JAX converts to %s (a copy) while "
+            "64-bit types are off: turn them on first with "
+            "jax.config.update(\"jax_enable_x64\", True)"
+            % (what, dtype, jax.dtypes.canonicalize_dtype(dtype)))
 
 
 def _import(a, what):
     """A jax.Array over PinnedArray a's memory; a's mapping lives until
     JAX's buffer dies."""
     addr = a.__array_interface__["data"][0]
+    _check_type(a.dtype, what)
     if addr % ALIGNMENT:
         raise ValueError("pinmem.jax: %s at 0x%x is not %d-byte aligned: "
                          "JAX would copy it" % (what, addr, ALIGNMENT))
@@ -89,7 +104,9 @@ def view(region, dtype, shape, offset=0):
     (ValueError otherwise: JAX would copy)."""
     dtype = np.dtype(dtype)
     shape = core._shape_tuple(shape)
-    _check_aligned(offset, "the view")
+    _check_aligned(offset, "the view", "view at an offset that is a "
+                   "multiple of %d, or copy explicitly: "
+                   "jax.numpy.array(region.view(...))" % ALIGNMENT)
     a = region.view(dtype, shape, offset=offset)
     return _import(a, "the view of region %d" % region.id)
 
@@ -118,7 +135,8 @@ def _load_shared(path, copy_unaligned):
         got = _shared.open_image(f)
         if got is None:
             return None
-        for name, dt, shape, raw in _shared.tensors(got[0]):
+        for name, dt, shape, raw in _shared.tensors(got[0], got[2],
+                                                    got[3]):
             addr = raw.__array_interface__["data"][0]
             # A plain array over the read-only mapping, handed to JAX only
             # (XLA never writes an imported buffer); it holds the image,
@@ -130,6 +148,17 @@ def _load_shared(path, copy_unaligned):
             if copy_unaligned and addr % ALIGNMENT:
                 copied.append(name)
                 out[name] = jax.numpy.array(a, copy=True)
+            elif addr % ALIGNMENT:
+                raise ValueError(
+                    "pinmem.jax: tensor %s of %s starts %d bytes past a "
+                    "multiple of %d in pinmem-cached's copy, which has the "
+                    "file's own layout (a service older than aligned "
+                    "copies, one that could not reopen the file itself, or "
+                    "no room for the padding): JAX would copy it. Load it "
+                    "with shared=False (a private load places every "
+                    "tensor on %d bytes), or pass copy_unaligned=True to "
+                    "copy such tensors into JAX's memory"
+                    % (name, f, addr % ALIGNMENT, ALIGNMENT, ALIGNMENT))
             else:
                 out[name] = _import(a, "tensor %s" % name)
             out.formats[name] = dt
@@ -144,20 +173,26 @@ def load_safetensors(path, dev=None, copy_unaligned=False, shared=False,
     sealed pinned regions (pinmem.load_safetensors, same keywords) and
     return Arrays: name -> jax.Array over them, no copy. Every array of a
     file shares that file's one read-only view mapping, which lives until
-    JAX has freed the last of them. ValueError (before any import) for a
-    tensor whose data does not start on ALIGNMENT bytes, or whose format
-    JAX has no type for (F4, F6, F8_E8M0). Tensors lie back to back in a
-    safetensors file, so one starts on 64 bytes only when the data section
-    does (pinmem.save_safetensors puts it on 4096) and the tensors before
-    it fill whole multiples of 64 bytes. copy_unaligned=True copies the
-    others into JAX's own memory instead of refusing them, and names them
-    in .copied. shared=True: the one copy pinmem-cached holds for the host
-    (pinmem.safetensors.shared; .regions is empty); without a service, a
-    private load and a warning."""
+    JAX has freed the last of them. Any valid file gives zero-copy arrays:
+    each tensor is placed on ALIGNMENT bytes of its region as it is loaded
+    (align=True; a file the safetensors package wrote has its data only
+    8-byte aligned, so its tensors are moved inside the region before the
+    seal, at memmove speed: .stats in pinmem.load_safetensors says how many
+    bytes). ValueError (before any import) for a tensor whose format JAX
+    has no type for (F4, F6, F8_E8M0). shared=True: the one copy
+    pinmem-cached holds for the host (pinmem.safetensors.shared; .regions
+    is empty), whose tensors the service places on 64 bytes as well; where
+    it could not (a service from before that, one that could not reopen
+    the file itself, no room for the padding), a tensor off 64 bytes is
+    refused with ValueError naming the fixes (shared=False, or
+    copy_unaligned=True, which copies such tensors into JAX's own memory
+    and names them in .copied); without a service, a private load and a
+    warning."""
     if shared:
         out = _load_shared(path, copy_unaligned)
         if out is not None:
             return out
+    kw.setdefault("align", True)
     ck = _native.load_safetensors(path, dev=dev, **kw)
     copied = []
     try:
@@ -168,6 +203,7 @@ def load_safetensors(path, dev=None, copy_unaligned=False, shared=False,
                 raise ValueError("pinmem.jax: tensor %s is %s, which JAX has "
                                  "no type for" % (name, ck.formats[name])) \
                     from None
+            _check_type(a.dtype, "tensor %s" % name)
             # The mapping starts on a page: the address is aligned as the
             # tensor's offset in the region is.
             m = core._mapping_of(a)
@@ -175,7 +211,9 @@ def load_safetensors(path, dev=None, copy_unaligned=False, shared=False,
             if copy_unaligned and off % ALIGNMENT:
                 copied.append(name)
             else:
-                _check_aligned(off, "tensor %s" % name)
+                _check_aligned(off, "tensor %s" % name,
+                               "load with align=True, the default, or pass "
+                               "copy_unaligned=True to copy such tensors")
         out = Arrays()
         for name, a in ck.items():
             out[name] = jax.numpy.array(a, copy=True) if name in copied \

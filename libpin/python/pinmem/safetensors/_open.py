@@ -194,7 +194,11 @@ class safe_slice:
         if self._h._fw == "np":
             key = numpy_key(idx, self._shape)
             raw = img.load(self._h._writable)[self._name]
-            part = to_framework(raw, self._dt, self._shape, "np")[key]
+            try:
+                part = to_framework(raw, self._dt, self._shape, "np")[key]
+            except IndexError as e:     # lists that do not broadcast
+                raise SafetensorError("Error during slicing with shape %s: "
+                                      "%s" % (list(self._shape), e)) from e
             return part if part.flags.c_contiguous else part.copy()
         raw = img.load(self._h._writable)[self._name]
         part = to_framework(raw, self._dt, self._shape, "pt")[idx]

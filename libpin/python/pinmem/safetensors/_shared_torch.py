@@ -48,7 +48,8 @@ def load_shared(filename, device):
             image = image.view(_SharedImage)
             image.shared_view = _SharedView(image, got[1])
             _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
-        for name, dt, shape, raw in _shared.tensors(image):
+        for name, dt, shape, raw in _shared.tensors(image, got[2],
+                                                    got[3]):
             t = to_framework(raw, dt, shape, "pt").as_subclass(
                 _pt.ReadOnlyTensor)
             out[name] = t if dev is None else t.to(dev)

@@ -53,6 +53,14 @@ def _stats(ck):
             "fallback_reason": _lib.text(s.fallback_reason)}
 
 
+def _align_stats(ck):
+    """What placing the tensors on 64 bytes moved (pin_st_phases)."""
+    ph = _lib.init(_lib.PinStPhases)
+    if lib.pin_st_phases(ck, ctypes.byref(ph)) < 0:
+        return {}
+    return {"align_bytes": ph.align_bytes, "align_seconds": ph.align_ns / 1e9}
+
+
 class _St:
     """A pin_st context, freed on exit (with the regions it loaded; views
     made of them stay valid)."""
@@ -139,7 +147,7 @@ class Checkpoint(Mapping):
 
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                      direct=True, node=None, any_node=False,
-                     copy_on_write=False, writable=False):
+                     copy_on_write=False, writable=False, align=False):
     """Load a .safetensors file, or the shards of a
     .safetensors.index.json, into pinned regions (one per file, sealed)
     with libpin's io_uring reader, and return a Checkpoint: a mapping of
@@ -158,7 +166,13 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     The arrays' memory is pinned while any of them lives: mlocked on the
     portable backend (PinError naming RLIMIT_MEMLOCK when the limit is
     too small), pinned by the kernel on the device backend; and, where a
-    CUDA driver is present, registered with it (not copy_on_write's)."""
+    CUDA driver is present, registered with it (not copy_on_write's).
+
+    align=True: every tensor starts at a multiple of 64 bytes of its
+    region (PIN_ST_LOAD_ALIGN: the tensors the file has elsewhere are
+    moved inside the region before the seal; .stats["align_bytes"] and
+    ["align_seconds"] say what that cost), as JAX needs to use them in
+    place; without it they lie as in the file."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
     _need("pin_st_load")
@@ -177,7 +191,9 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
         opts = _opts(queue_depth, request_size, direct)
         load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
         if writable:
-            load.flags = _lib.PIN_ST_LOAD_OPEN
+            load.flags |= _lib.PIN_ST_LOAD_OPEN
+        if align:
+            load.flags |= _lib.PIN_ST_LOAD_ALIGN
         if node is not None:
             place = _lib.init(_lib.PinRegionOpts, node=node)
             place.flags = _lib.PIN_REGION_NODE | \
@@ -188,6 +204,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                                   ctypes.byref(load))
             _check(ret, ck.err, "load %s" % path)
             stats = _stats(ck.ptr)
+            stats.update(_align_stats(ck.ptr))
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
                      for i in range(lib.pin_st_file_count(ck.ptr))]
             raws, region_ids, by_region, infos, maps = [], [], {}, [], []

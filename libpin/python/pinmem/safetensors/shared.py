@@ -49,6 +49,10 @@ _HDR = struct.Struct("=IHHII")
 _REP_LOAD = struct.Struct("=QQQII")
 _REQ_LOAD, _REP_LOAD_T, _REP_WAIT, _REP_ERROR = 1, 0x81, 0x83, 0xFF
 _HEARTBEAT = 1
+# The request reads images whose tensors the service put on 64 bytes; the
+# reply's flag says the image is one (Documentation/cache.md).
+_ALIGNED_OK, _LOAD_ALIGNED = 2, 2
+ALIGN = 64
 _OLD_SERVICE = "load request: unknown flags"
 _warned = []
 # Errors that say the service will not serve the request (not that the file
@@ -162,11 +166,11 @@ def _error(data):
 
 
 def _ask(path, fd, timeout):
-    """(entry, file_size, view_length, view fd) for the file open at fd.
-    Heartbeats asked for; a service from before them refuses the flag
-    (EPROTO, "load request: unknown flags") and is asked once more
-    without it."""
-    data, fds = _exchange(path, fd, _HEARTBEAT, timeout)
+    """(entry, file_size, view_length, view fd, flags) for the file open
+    at fd. Heartbeats asked for, aligned images taken; a service from
+    before these refuses the flags (EPROTO, "load request: unknown
+    flags") and is asked once more without them."""
+    data, fds = _exchange(path, fd, _HEARTBEAT | _ALIGNED_OK, timeout)
     if _error(data) == (errno.EPROTO, _OLD_SERVICE):
         data, fds = _exchange(path, fd, 0, timeout)
     if len(data) < _HDR.size:
@@ -185,21 +189,23 @@ def _ask(path, fd, timeout):
         for f in fds:
             os.close(f)
         raise Unavailable("the service at %s answered nonsense" % path)
-    entry, size, vlen, _backend, _flags = _REP_LOAD.unpack_from(
+    entry, size, vlen, _backend, flags = _REP_LOAD.unpack_from(
         data, _HDR.size)
-    return entry, size, vlen, fds[0]
+    return entry, size, vlen, fds[0], flags
 
 
 def request(filename, sock=None, timeout=None):
-    """(read-only uint8 array of the file image in the service's view,
-    entry id). Raises Unavailable when no service can serve it (no
+    """(read-only uint8 array of the image in the service's view, entry
+    id, the file's size, whether the service put the tensors on ALIGN
+    bytes: then the array is the whole view, else the file's bytes; give
+    the last three to tensors()). Raises Unavailable when no service can serve it (no
     service, over its budget, no word from it within timeout seconds:
     see timeout_of), SafetensorError for the file's own failures."""
     path = socket_path(sock)
     timeout = timeout_of(timeout)
     fd = os.open(os.fspath(filename), os.O_RDONLY | os.O_CLOEXEC)
     try:
-        entry, size, vlen, vfd = _ask(path, fd, timeout)
+        entry, size, vlen, vfd, flags = _ask(path, fd, timeout)
     finally:
         os.close(fd)
     try:
@@ -210,7 +216,8 @@ def request(filename, sock=None, timeout=None):
             image = np.frombuffer(m, np.uint8, vlen)
     finally:
         os.close(vfd)
-    return image[:size], entry
+    aligned = bool(flags & _LOAD_ALIGNED)
+    return image[:vlen if aligned else size], entry, size, aligned
 
 
 def _pinned_image(vfd, entry):
@@ -254,12 +261,26 @@ def open_image(filename, sock=None, timeout=None):
         return None
 
 
-def tensors(image):
+def tensors(image, file_size=None, aligned=False):
     """(name, file dtype, shape, uint8 bytes) of each tensor of a file
-    image, in file order, checked as safetensors' load(bytes) checks."""
-    _meta, ents, start = _format.parse_bytes(memoryview(image))
-    return [(name, dt, shape, image[start + b:start + e])
-            for name, dt, shape, b, e in ents]
+    image, in file order, checked as safetensors' load(bytes) checks.
+    aligned (request()'s): the image holds the file's header, and each
+    tensor where libpin's PIN_ST_LOAD_ALIGN puts it: in file order, each at
+    the first multiple of ALIGN at or after the end of the one before."""
+    size = image.nbytes if file_size is None else file_size
+    _meta, ents, start = _format.parse_bytes(memoryview(image)[:size])
+    out, at = [], 0
+    for name, dt, shape, b, e in ents:
+        if aligned:
+            n = e - b
+            b = -(-(start + at) // ALIGN) * ALIGN - start
+            e = at = b + n
+            if start + e > image.nbytes:
+                raise SafetensorError("pinmem-cached: tensor %s ends at %d, "
+                                      "past its view's %d bytes" %
+                                      (name, start + e, image.nbytes))
+        out.append((name, dt, shape, image[start + b:start + e]))
+    return out
 
 
 def shards(index_path):
@@ -287,5 +308,5 @@ def load(filename, sock=None, timeout=None):
         got = open_image(f, sock, timeout)
         if got is None:
             return None
-        out += tensors(got[0])
+        out += tensors(*got[:1] + got[2:])
     return out
