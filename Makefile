@@ -143,6 +143,14 @@ bench-guest: deps
 		--rows pinmem,pinload,fst,fst+lock,runai,runai+lock,st+lock,fio \
 		--json $(B)/bench/peers-guest.json
 
+# Two containers (Debian 12's podman and crun, the device through CDI)
+# sharing one pinned copy, and the eviction refused naming their
+# processes: the container test (tests/host.d/61-containers) in a 6.12
+# guest, showing what the node sees at each step.
+demo-containers: deps
+	$(MAKE) all
+	PINMEM_CONTAINER_DEMO=1 tests/host.d/61-containers
+
 # Every layout x backend x geometry of the load matrix, per kernel (the
 # guest gets room for a 600 MiB file and its region); then the races of
 # the owner's zap against a view's first mapping, 25 times make check's
@@ -172,4 +180,4 @@ poke-keys: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug check-kcsan fuzz demo bench bench-guest stress boot-loop poke-keys clean install userland
+.PHONY: all deps check check-debug check-kcsan fuzz demo demo-containers bench bench-guest stress boot-loop poke-keys clean install userland

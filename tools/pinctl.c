@@ -7,6 +7,8 @@
  *   pinctl [--json] holders REGION-ID every mapping of one region
  *   pinctl [--json] cache [SOCKET]    pinmem-cached's entries and clients
  *                                     (or --socket PATH)
+ *   pinctl cdi generate [--output FILE] [--cdi-version V] [--socket PATH]
+ *                                     a CDI spec for containers (lib/cdi.c)
  *
  * --json may also follow the command. PIN_BACKEND=device|portable in the
  * environment picks the backend as for every libpin program.
@@ -45,7 +47,10 @@
 
 #include <pin.h>
 
+#include <grp.h>
+
 #include "lib/args.h"
+#include "lib/cdi.h"
 #include "lib/json.h"
 
 #define EXIT_FAILED	TOOLS_EXIT_FAILED
@@ -66,6 +71,16 @@ static const char usage_text[] =
 "  nodes REGION-ID     the region's bytes on each NUMA node (module ABI 3)\n"
 "  cache [SOCKET]      pinmem-cached's entries: size, age, idle time, clients\n"
 "                      (pid, command) and whether each may be evicted\n"
+"  cdi generate        a Container Device Interface spec naming the device\n"
+"                      " CDI_KIND "=" CDI_DEVICE ": " CDI_DEVICE_NODE " (group pinmem, 0660),\n"
+"                      the cache socket's directory (read-only bind) and\n"
+"                      PIN_CACHE_SOCKET; options:\n"
+"      --output FILE        write FILE (e.g. /etc/cdi/pinmem.json), not stdout\n"
+"      --cdi-version V      0.5.0 (default: every CDI runtime, Debian 12's\n"
+"                           podman 4.3 too) or 0.7.0 (adds the group to the\n"
+"                           container's process: additionalGids)\n"
+"      --socket PATH        the cache socket in the spec (default as for cache)\n"
+"                      (exit 1 without group pinmem or when FILE is not written)\n"
 "\n"
 "options:\n"
 "  --json              one JSON object on stdout instead of a table\n"
@@ -524,6 +539,58 @@ static int cmd_cache(int json, const char *sock)
 	return 0;
 }
 
+/*
+ * pinctl cdi generate [OPTIONS]: argv holds what follows "cdi"; sock: a
+ * --socket given before it, else the tools' rule (pin_cache_socket).
+ */
+static int cmd_cdi(int argc, char **argv, const char *sock)
+{
+	const char *out = "-";
+	struct cdi_opts o = { .socket = pin_cache_socket(sock) };
+	struct group *g;
+	int i;
+
+	if (argc < 1 || strcmp(argv[0], "generate")) {
+		fputs("pinctl: cdi: the only subcommand is generate\n", stderr);
+		args_try_help();
+		return EXIT_USAGE;
+	}
+	for (i = 1; i < argc; i++) {
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(opt, "--output") && strcmp(opt, "--cdi-version") &&
+		    strcmp(opt, "--socket")) {
+			fprintf(stderr, "pinctl: cdi generate: unknown argument %s\n", opt);
+			args_try_help();
+			return EXIT_USAGE;
+		}
+		if (!val) {
+			fprintf(stderr, "pinctl: cdi generate: %s needs a value\n", opt);
+			return EXIT_USAGE;
+		}
+		i++;
+		if (!strcmp(opt, "--output")) {
+			out = val;
+		} else if (!strcmp(opt, "--socket")) {
+			o.socket = val;
+		} else if (cdi_parse_version(val, &o.version)) {
+			fprintf(stderr, "pinctl: cdi generate: --cdi-version: \"%s\" is not 0.5.0 or 0.7.0\n", val);
+			return EXIT_USAGE;
+		}
+	}
+	if (!cdi_socket_ok(o.socket)) {
+		fprintf(stderr, "pinctl: cdi generate: socket \"%s\": not an absolute path below a directory\n", o.socket);
+		return EXIT_USAGE;
+	}
+	g = getgrnam("pinmem");
+	if (!g) {
+		fputs("pinctl: cdi generate: no group pinmem (the pinmem-dkms and pinmem-tools packages make it)\n", stderr);
+		return EXIT_FAILED;
+	}
+	o.gid = g->gr_gid;
+	return cdi_generate(out, &o) ? EXIT_FAILED : 0;
+}
+
 static int bad_command_line(const char *why)
 {
 	fprintf(stderr, "pinctl: %s\n", why);
@@ -555,6 +622,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pinctl: unknown option %s\n", argv[i]);
 			args_try_help();
 			return EXIT_USAGE;
+		} else if (!cmd && !strcmp(argv[i], "cdi")) {
+			return cmd_cdi(argc - i - 1, argv + i + 1, sock);
 		} else if (!cmd) {
 			cmd = argv[i];
 		} else if (!arg) {
@@ -564,7 +633,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!cmd)
-		return bad_command_line("no command (info, ls, holders, nodes or cache)");
+		return bad_command_line("no command (info, ls, holders, nodes, cache or cdi)");
 	if (sock && strcmp(cmd, "cache"))
 		return bad_command_line("--socket is for the cache command");
 	if (sock && arg)
