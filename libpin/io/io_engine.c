@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The io_uring request engine that reads and writes share: a ring and
- * queue_depth request slots, submitting, waiting for completions, and
+ * The io_uring request engine that reads and writes share: a ring (or,
+ * where io_uring is unavailable, io_plain.c's stand-in) and queue_depth
+ * request slots, submitting, waiting for completions, and
  * settling the answers both treat alike (retries of EAGAIN/EINTR, O_DIRECT
  * refused) so that io_read.c and io_write.c handle only their own.
  */
@@ -26,6 +27,8 @@ int pin__engine_init(struct engine *e, const struct pin_io_opts *o,
 		return pin__io_fail(st->error, sizeof(st->error), -ENOMEM,
 				    "%s: request slots", path);
 	ret = io_uring_queue_init(e->nslots, &e->ring, 0);
+	if (ret < 0 && pin__plain_wanted(ret))
+		ret = pin__plain_init(e, ret, st);
 	if (ret < 0) {
 		free(e->slots);
 		return pin__io_fail(st->error, sizeof(st->error), ret,
@@ -37,9 +40,11 @@ int pin__engine_init(struct engine *e, const struct pin_io_opts *o,
 
 void pin__engine_exit(struct engine *e)
 {
-	if (e->fixed || e->reg)
+	if (!e->plain && (e->fixed || e->reg))
 		io_uring_unregister_buffers(&e->ring);
-	io_uring_queue_exit(&e->ring);
+	if (!e->plain)
+		io_uring_queue_exit(&e->ring);
+	free(e->fifo);
 	free(e->reg);
 	free(e->slots);
 }
@@ -47,10 +52,17 @@ void pin__engine_exit(struct engine *e)
 void pin__engine_submit(struct engine *e, struct pin__file *f,
 			unsigned idx, int write)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+	struct io_uring_sqe *sqe;
 	struct slot *s = &e->slots[idx];
 	unsigned len = (unsigned)s->len;
 
+	s->busy = 1;
+	e->inflight++;
+	if (e->plain) {
+		pin__plain_submit(e, f, idx, write);
+		return;
+	}
+	sqe = io_uring_get_sqe(&e->ring);
 	/* At most nslots requests exist and the ring has nslots entries, so
 	 * a full queue only means entries not yet handed to the kernel. */
 	while (!sqe) {
@@ -68,8 +80,6 @@ void pin__engine_submit(struct engine *e, struct pin__file *f,
 	else
 		io_uring_prep_read(sqe, f->fd, s->buf, len, s->off);
 	io_uring_sqe_set_data64(sqe, idx);
-	s->busy = 1;
-	e->inflight++;
 }
 
 /* EAGAIN/EINTR: the first RETRY_AT_ONCE retries go out at once. */
@@ -87,8 +97,8 @@ static void retry_pause(void)
  * by a signal is simply waited again; a kernel short of resources for the
  * submission (EAGAIN) gets the same patience as a request (RETRY_*).
  */
-static int engine_wait(struct engine *e, struct pin__io_stats *st,
-		       const char *path, unsigned *idx, int *res)
+static int ring_wait(struct engine *e, struct pin__io_stats *st,
+		     const char *path, unsigned *idx, int *res)
 {
 	struct io_uring_cqe *cqe;
 	unsigned again = 0;
@@ -120,6 +130,25 @@ static int engine_wait(struct engine *e, struct pin__io_stats *st,
 	*idx = (unsigned)io_uring_cqe_get_data64(cqe);
 	*res = cqe->res;
 	io_uring_cqe_seen(&e->ring, cqe);
+	return 0;
+}
+
+/* One completion, from the ring or from the plain engine's queue. */
+static int engine_wait(struct engine *e, struct pin__io_stats *st,
+		       const char *path, unsigned *idx, int *res)
+{
+	int ret;
+
+	if (e->plain) {
+		ret = pin__plain_wait(e, idx, res);
+		if (ret < 0)
+			return pin__io_fail(st->error, sizeof(st->error), ret,
+					    "%s: no request in flight", path);
+	} else {
+		ret = ring_wait(e, st, path, idx, res);
+		if (ret < 0)
+			return ret;
+	}
 	e->slots[*idx].busy = 0;
 	e->inflight--;
 	return 0;

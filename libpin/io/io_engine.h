@@ -2,7 +2,8 @@
 /*
  * What the parts of the I/O engine (io*.c) share and nothing else uses:
  * the request engine (io_engine.c) and its registered buffers
- * (io_fixed.c), opening and reopening files (io_open.c), the record of
+ * (io_fixed.c), its stand-in where io_uring is unavailable (io_plain.c),
+ * opening and reopening files (io_open.c), the record of
  * fallbacks, and PIN_IO_ALIGN arithmetic. Not installed.
  */
 #ifndef LIBPIN_IO_ENGINE_H
@@ -24,6 +25,7 @@ struct slot {
 	int fixed;		/* registered buffer index, or -1 */
 	int busy;
 	unsigned again;		/* EAGAIN/EINTR answers in a row */
+	int res;		/* plain: the answer, while queued */
 };
 
 struct engine {
@@ -34,6 +36,9 @@ struct engine {
 	unsigned inflight;
 	unsigned char *reg;	/* paced: step i registered (sparse table) */
 	size_t nreg;
+	int plain;		/* no io_uring: io_plain.c does the requests */
+	unsigned *fifo;		/* plain: slots answered, oldest first */
+	unsigned head, queued;
 };
 
 #define REFUSED	1	/* a direct transfer was refused: redo buffered */
@@ -75,6 +80,17 @@ void pin__engine_drain(struct engine *e, struct pin__io_stats *st,
 int pin__engine_next(struct engine *e, struct pin__file *f,
 		     struct pin__io_stats *st, int write, uint64_t done,
 		     unsigned *idx, int *res);
+
+/*
+ * Without io_uring (io_plain.c): whether io_uring_queue_init's err means
+ * io_uring is unavailable here; make e plain (noted once in st); do a
+ * request at once; its answer (-EAGAIN: none queued).
+ */
+int pin__plain_wanted(int err);
+int pin__plain_init(struct engine *e, int err, struct pin__io_stats *st);
+void pin__plain_submit(struct engine *e, struct pin__file *f, unsigned idx,
+		       int write);
+int pin__plain_wait(struct engine *e, unsigned *idx, int *res);
 
 /* Registered buffers (io_fixed.c); none of these fails the I/O. */
 uint64_t pin__io_fixed_chunk(unsigned request_size);

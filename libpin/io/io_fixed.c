@@ -55,6 +55,8 @@ void pin__engine_register(struct engine *e, char *base, uint64_t len,
 	size_t n, i;
 	int ret;
 
+	if (e->plain)
+		return;		/* no ring: the reason is noted already */
 	if (o->flags & PIN_IO_NO_FIXED) {
 		pin__io_note_fallback(st, "fixed buffers not asked for");
 		return;
@@ -104,6 +106,8 @@ void pin__engine_register_sparse(struct engine *e, uint64_t span,
 	char ebuf[64];
 	int ret;
 
+	if (e->plain)
+		return;		/* no ring: the reason is noted already */
 	if (o->flags & PIN_IO_NO_FIXED) {
 		pin__io_note_fallback(st, "fixed buffers not asked for");
 		return;
