@@ -23,7 +23,10 @@ struct pin_region;	/* pin.h */
  * io_uring file I/O straight into pinned memory (or any memory): many
  * requests in flight, O_DIRECT where the filesystem allows it, a buffered
  * fallback where it refuses (reported, never silent), registered (fixed)
- * buffers where the kernel accepts them for the mapping.
+ * buffers where the kernel accepts them for the mapping. Where io_uring
+ * is unavailable (io_uring_setup refused with ENOSYS, EPERM or EACCES, as
+ * under a container runtime's default seccomp profile), one request at a
+ * time with pread/pwrite instead, reported in fallback_reason.
  *
  * Reads move the aligned superset of the wanted byte range: file bytes
  * [file_off & ~(PIN_IO_ALIGN-1), roundup(file_off + len, PIN_IO_ALIGN)) are

@@ -16,7 +16,8 @@
  * files and memory, pin_region_read_file/pin_region_write_file between files and
  * regions) and the options they share. The parts below it, lowest first:
  * io_base.c (error text, fallback notes, the clock), io_open.c opens files
- * (O_DIRECT or why not), io_engine.c runs the requests through io_uring,
+ * (O_DIRECT or why not), io_engine.c runs the requests through io_uring
+ * (io_plain.c with pread/pwrite where io_uring is unavailable),
  * io_fixed.c registers the buffers they use, io_read.c and io_write.c move
  * the data. fill.c, above this, prepares a region while it is read.
  */
