@@ -100,8 +100,12 @@ int pin__io_open(struct pin__file *f, const char *path, int wflags,
 				    "%s: fstat", path);
 	}
 	if (!S_ISREG(sb.st_mode)) {
+		int dir = S_ISDIR(sb.st_mode);
+
+		/* A directory is the common slip: named as one, as open(2) would. */
 		close(fd);
-		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
+		return pin__io_fail(st->error, sizeof(st->error),
+				    dir ? -EISDIR : -EINVAL, dir ? "%s" :
 				    "%s: not a regular file", path);
 	}
 	f->fd = fd;

@@ -56,7 +56,9 @@ int main(int argc, char **argv)
 	CHECK_EQ(pin_file_write(data, 10, path, 100, &wo, &st), -EINVAL);
 	CHECK(strstr(why, path) && strstr(why, "offset 100"),
 	      "error \"%s\"", why);
-	CHECK_EQ(pin_file_read(buf, 1 << 20, dir, 0, 10, &wo, &st), -EINVAL);
+	CHECK_EQ(pin_file_read(buf, 1 << 20, dir, 0, 10, &wo, &st), -EISDIR);
+	CHECK(strstr(why, "Is a directory") && !strstr(why, "regular"), "error \"%s\"", why);
+	CHECK_EQ(pin_file_read(buf, 1 << 20, "/dev/null", 0, 10, &wo, &st), -EINVAL);
 	CHECK(strstr(why, "not a regular file"), "error \"%s\"", why);
 	unlink(path);
 	free(buf);
