@@ -42,6 +42,7 @@ below by file and function (line numbers move between versions):
             _to_ndarray (_SIZE[dtype]), _remove_duplicate_names,
             save_model (force_contiguous=True), load_model
 """
+import gc
 import json
 import os
 import struct
@@ -224,6 +225,49 @@ def test_loaded_tensors_are_pinned_and_hold_the_mapping(scratch):
     del sd, b
     assert mapped(rng, where) and int(a[999]) == 999
     del a
+    assert not mapped(rng, where)
+
+
+def _storage_bytes(t):
+    try:
+        return t.untyped_storage().nbytes()
+    except AttributeError:      # torch before 2.0
+        return t.storage().nbytes()
+
+
+def test_each_loaded_tensor_has_a_storage_of_its_own_bytes(scratch):
+    """As safetensors gives them: torch.save of one loaded tensor writes
+    its bytes, not its file's whole region; the storage still holds the
+    mapping, and every dtype, shape and value is the file's."""
+    path = os.path.join(scratch, "own.safetensors")
+    want = {"a": torch.arange(1000, dtype=torch.int16),
+            "b": torch.ones(3, 5, dtype=torch.float64),
+            "c": torch.arange(6, dtype=torch.bfloat16).reshape(2, 3),
+            "s": torch.tensor(7, dtype=torch.int32),
+            "e": torch.zeros(0, 4)}
+    stpt.save_file(want, path)
+    sd = stpt.load_file(path)
+    assert list(sd) == list(stpt.load_file(path))
+    ptrs = set()
+    for name, t in sd.items():
+        w = want[name]
+        assert t.dtype == w.dtype and t.shape == w.shape, name
+        assert torch.equal(t, w), name
+        assert t.is_contiguous() and t._base is None, name
+        if t.numel():
+            assert _storage_bytes(t) == t.numel() * t.element_size(), name
+            assert t.storage_offset() == 0, name
+            ptrs.add(t.data_ptr())
+    assert len(ptrs) == 4
+    rng = pt.mapping_range(sd["c"])
+    where = mapping_path(rng)
+    c = sd["c"]
+    del sd, t
+    gc.collect()
+    assert mapped(rng, where) and pt.is_pinned(c)
+    assert torch.equal(c, want["c"])
+    del c
+    gc.collect()
     assert not mapped(rng, where)
 
 

@@ -72,8 +72,15 @@ _BY_NAME = {v: k for k, v in _NAMES.items()}
 _CARRIER = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
+# dtype -> element size: asked of torch once per dtype, not per tensor.
+_SIZES = {}
+
+
 def element_size(dtype):
-    return torch.empty((), dtype=dtype).element_size()
+    size = _SIZES.get(dtype)
+    if size is None:
+        size = _SIZES[dtype] = torch.empty((), dtype=dtype).element_size()
+    return size
 
 
 def dtype_name(dtype):
@@ -128,6 +135,50 @@ def from_array(a, dtype, shape=None):
     if m is not None and not m.writable:
         out = out.as_subclass(ReadOnlyTensor)
     return out
+
+
+def region_bytes(a):
+    """The untyped storage of a, a C-contiguous array over a view mapping
+    (a loaded file's region), and whether the mapping is writable: what
+    over_bytes cuts tensors from, one NumPy-to-torch crossing for all of
+    a file's tensors. The storage holds a, so the mapping lives as long as
+    any tensor cut from it."""
+    m = core._mapping_of(a)
+    if m is not None:
+        _MAPPINGS[m.addr] = m
+    with warnings.catch_warnings():
+        # Read-only memory: see the module's docstring for what a write does.
+        warnings.simplefilter("ignore", UserWarning)
+        base = torch.from_numpy(a.reshape(-1).view(np.uint8))
+        try:
+            storage = base.untyped_storage()
+        except AttributeError:      # torch before 2.0
+            storage = base.storage().untyped()
+    return storage, m is None or m.writable
+
+
+def over_bytes(whole, offset, dtype, shape):
+    """The tensor of dtype and shape at byte offset of whole (region_bytes'
+    pair): what from_array gives for those bytes (a storage of its own
+    over them, holding the region's), without per-tensor NumPy arrays;
+    None where the bytes are none or not at a multiple of the element
+    size (from_array handles those)."""
+    storage, writable = whole
+    size = element_size(dtype)
+    n = math.prod(shape) * size
+    if not n or offset % size or offset + n > storage.nbytes():
+        return None
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    out = torch.empty(0, dtype=dtype)
+    try:
+        out.set_(storage[offset:offset + n], 0, shape,
+                 tuple(reversed(strides)))
+    except (TypeError, RuntimeError):   # a torch without storage slices
+        return None
+    return out if writable else out.as_subclass(ReadOnlyTensor)
 
 
 # In-place operators that do not write the tensor's memory.

@@ -12,6 +12,7 @@ CUDA-registered, and lives as long as any tensor over it.
 """
 import json
 import os
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -105,6 +106,7 @@ class _Image:
                 self.entries[name] = (dt, shape)
         self.arrays = None          # name -> raw uint8 PinnedArray, loaded
         self.checkpoint = None
+        self._wholes = {}           # id(region array) -> region_bytes()
 
     def _index(self):
         try:
@@ -142,10 +144,47 @@ class _Image:
                     dev.close()
             except core.PinError as e:
                 raise SafetensorError(e.strerror) from e
-            self.arrays = {name: ck[name].reshape(-1).view(np.uint8)
-                           for name in ck}
+            self.arrays = _RawBytes(ck)
             self.checkpoint = ck
         return self.arrays
+
+    def tensor(self, name, dt, shape, writable):
+        """torch's tensor of name (dtype name dt, shape), loading first:
+        cut from one uint8 tensor over its file's region where the bytes
+        allow (pinmem.torch.over_bytes), else as to_framework makes it."""
+        raws = self.load(writable)
+        places = getattr(self.checkpoint, "_places", None)
+        if places is not None and name in places:
+            from .. import torch as pt
+            try:
+                tdt = pt.dtype_from_name(dt)
+            except KeyError as e:
+                raise TypeError(e.args[0]) from None
+            raw, offset = places[name]
+            whole = self._wholes.get(id(raw))
+            if whole is None:
+                whole = self._wholes[id(raw)] = pt.region_bytes(raw)
+            t = pt.over_bytes(whole, offset, tdt, tuple(shape))
+            if t is not None:
+                return t
+        return to_framework(raws[name], dt, shape, "pt")
+
+
+class _RawBytes(Mapping):
+    """name -> a loaded tensor's bytes (uint8 PinnedArray), each made when
+    first asked for: torch's loads cut their tensors elsewhere."""
+
+    def __init__(self, ck):
+        self._ck = ck
+
+    def __getitem__(self, name):
+        return self._ck[name].reshape(-1).view(np.uint8)
+
+    def __iter__(self):
+        return iter(self._ck)
+
+    def __len__(self):
+        return len(self._ck)
 
 
 def numpy_dtype(name):
@@ -252,6 +291,9 @@ class safe_open:
         if name not in img.entries:
             raise SafetensorError("File does not contain tensor %s" % name)
         dt, shape = img.entries[name]
+        if self._fw == "pt":
+            t = img.tensor(name, dt, shape, self._writable)
+            return t if self._device is None else t.to(self._device)
         return to_framework(img.load(self._writable)[name], dt, shape,
                             self._fw, self._device)
 

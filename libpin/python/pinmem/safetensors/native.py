@@ -125,6 +125,9 @@ class Checkpoint(Mapping):
         self.region_ids = region_ids
         self.stats = stats
         self.region_info = region_info
+        # name -> (its file's whole region array, byte offset in it), for
+        # pinmem.safetensors' torch tensors (cut from one tensor a file).
+        self._places = None
 
     def __getitem__(self, name):
         return self._arrays[name]
@@ -139,6 +142,7 @@ class Checkpoint(Mapping):
         """Drop the checkpoint's references to its tensors; each file's
         view mapping goes with the last of its tensors."""
         self._arrays = {}
+        self._places = None
 
     def __repr__(self):
         return "<pinmem.Checkpoint %d tensors in %d file(s)>" % (
@@ -240,7 +244,7 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
             for m in maps:
                 if not m.private:
                     m.lock()
-            arrays, formats = {}, {}
+            arrays, formats, places = {}, {}, {}
             t = _lib.init(_lib.PinStTensor)
             for i in range(lib.pin_st_count(ck.ptr)):
                 _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
@@ -260,14 +264,17 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                     PinnedArray, shape, dtype=dt, buffer=raw,
                     offset=t.region_offset)
                 formats[name] = fmt
+                places[name] = (raw, t.region_offset)
             meta = {}
             for i in range(lib.pin_st_metadata_count(ck.ptr)):
                 k, v = ctypes.c_char_p(), ctypes.c_char_p()
                 if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
                                        ctypes.byref(v)) == 0:
                     meta[_lib.text(k.value)] = _lib.text(v.value)
-        return Checkpoint(arrays, formats, meta, files, region_ids, stats,
-                          infos, regions)
+        ck = Checkpoint(arrays, formats, meta, files, region_ids, stats,
+                        infos, regions)
+        ck._places = places
+        return ck
     finally:
         if own_dev:
             dev.close()
