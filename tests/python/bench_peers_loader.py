@@ -38,6 +38,8 @@ import resource
 import sys
 import time
 
+import cuda_double
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
@@ -211,22 +213,6 @@ def vm_lck():
     return 0
 
 
-class _Call(ctypes.Structure):
-    _fields_ = [("op", ctypes.c_char), ("base", ctypes.c_size_t),
-                ("size", ctypes.c_uint64), ("flags", ctypes.c_uint),
-                ("result", ctypes.c_int)]
-
-
-class _Stats(ctypes.Structure):
-    _fields_ = [("init_calls", ctypes.c_ulong),
-                ("register_calls", ctypes.c_ulong),
-                ("unregister_calls", ctypes.c_ulong),
-                ("live", ctypes.c_ulong), ("primary_refs", ctypes.c_int),
-                ("ctx_depth", ctypes.c_int), ("violations", ctypes.c_ulong),
-                ("last_violation", ctypes.c_char * 256),
-                ("nr_calls", ctypes.c_size_t), ("log", _Call * 64)]
-
-
 def pinmem_spans():
     """The ranges pinmem's automatic CUDA registration holds, by its own
     record; None where pinmem was not imported."""
@@ -244,9 +230,7 @@ def registered_spans():
     path = os.environ.get("PIN_CUDA_LIBRARY", "")
     if not path.endswith("libcuda-double.so"):
         return None
-    fn = ctypes.CDLL(path).cuda_double_stats
-    fn.restype = ctypes.POINTER(_Stats)
-    st = fn().contents
+    st = cuda_double.stats(path)
     if st.nr_calls > len(st.log):
         return pinmem_spans()
     live = {}

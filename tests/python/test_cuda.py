@@ -2,7 +2,6 @@
 """pinmem.cuda over libpin's CUDA registration: a clear error without a
 driver, and registration of the owner mapping through the driver test
 double (tests/cuda/cuda-double.c) that the CUDA tests build."""
-import ctypes
 import errno
 import os
 
@@ -12,27 +11,10 @@ import pytest
 import pinmem
 from pinmem.cuda import Cuda
 
+import cuda_double
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
-
-
-class Call(ctypes.Structure):       # struct cuda_double_call
-    _fields_ = [("op", ctypes.c_char), ("base", ctypes.c_size_t),
-                ("size", ctypes.c_uint64), ("flags", ctypes.c_uint),
-                ("result", ctypes.c_int)]
-
-
-class Stats(ctypes.Structure):      # struct cuda_double_stats
-    _fields_ = [("init_calls", ctypes.c_ulong),
-                ("register_calls", ctypes.c_ulong),
-                ("unregister_calls", ctypes.c_ulong),
-                ("live", ctypes.c_ulong),
-                ("primary_refs", ctypes.c_int),
-                ("ctx_depth", ctypes.c_int),
-                ("violations", ctypes.c_ulong),
-                ("last_violation", ctypes.c_char * 256),
-                ("nr_calls", ctypes.c_size_t),
-                ("log", Call * 64)]
 
 
 def test_no_driver_is_a_clear_error(monkeypatch):
@@ -48,9 +30,7 @@ def test_no_driver_is_a_clear_error(monkeypatch):
                     reason="the CUDA driver double is not built (make all)")
 def test_register_owner_mapping_through_the_double(monkeypatch, dev):
     monkeypatch.setenv("PIN_CUDA_LIBRARY", DOUBLE)
-    stats_fn = ctypes.CDLL(DOUBLE).cuda_double_stats
-    stats_fn.restype = ctypes.POINTER(Stats)
-    s = stats_fn().contents
+    s = cuda_double.stats(DOUBLE)
     r = dev.alloc(4 << 20)
     c = Cuda(0)
     try:
@@ -83,9 +63,7 @@ def test_dropped_handle_unregisters(monkeypatch, dev):
     releases the context, so the regions can be freed."""
     import gc
     monkeypatch.setenv("PIN_CUDA_LIBRARY", DOUBLE)
-    stats_fn = ctypes.CDLL(DOUBLE).cuda_double_stats
-    stats_fn.restype = ctypes.POINTER(Stats)
-    s = stats_fn().contents
+    s = cuda_double.stats(DOUBLE)
     r = dev.alloc(2 << 20)
     c = Cuda(0)
     c.register(r)
