@@ -36,15 +36,36 @@ def load_packet(flags=0):
         "=II", flags, 0)
 
 
+def send_and_exit(s, fd):
+    """Send fd from a child that then exits, this process's copy closed
+    first, so that the service's close is the last one, the one that can
+    block. A child preempted between its send and its exit closes last
+    instead: then the service's close does not block (the caller sees
+    that and tries again), and neither does this process. The child's
+    close at exit does not linger (inet_release skips SO_LINGER for an
+    exiting task); one that waits on a device stays with the child."""
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(go_w)
+        os.read(go_r, 1)
+        s.sendmsg([load_packet()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                     array.array("i", [fd]).tobytes())])
+        os._exit(0)
+    os.close(go_r)
+    os.close(fd)
+    os.write(go_w, b"x")
+    os.close(go_w)
+    return pid
+
+
 def ask(sock_path, fd, timeout=10.0):
     """Send a LOAD with fd; the first reply that is not a WAIT, as text."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(timeout)
     t0 = time.monotonic()
     s.connect(sock_path)
-    s.sendmsg([load_packet()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                 array.array("i", [fd]).tobytes())])
-    os.close(fd)
+    child = send_and_exit(s, fd)
     try:
         while True:
             data, _, _, _ = s.recvmsg(1 << 16, socket.CMSG_SPACE(16))
@@ -54,6 +75,8 @@ def ask(sock_path, fd, timeout=10.0):
             break
     except socket.timeout:
         return "no reply", time.monotonic() - t0
+    finally:
+        os.waitpid(child, os.WNOHANG)   # one stuck closing is left to init
     if len(data) >= 24 and struct.unpack_from("=H", data, 6)[0] == REP_ERROR:
         err = struct.unpack_from("=i", data, 16)[0]
         return ("error %d %s" % (err, data[24:].decode(errors="replace")),
@@ -88,7 +111,7 @@ def client(argv):
     if mode == "linger":
         c, peer, lst = lingering_tcp()
         keep = [peer, lst]
-        fd = c.detach()     # ask() closes it: the service's close is the last
+        fd = c.detach()
     elif mode == "pipe":
         fd, w = os.pipe()
         keep = [w]
