@@ -38,6 +38,8 @@ check() { # NAME COND-RESULT EVIDENCE...
 }
 # Milliseconds since the epoch, for "within 1 s" checks.
 ms() { echo $(($(date +%s%N) / 1000000)); }
+# True on the debug kernel (KASAN, lockdep), where every step is slower.
+debug_kernel() { uname -r | grep -q pinmem-debug; }
 
 # A single user's tests give that user the whole budget; share= (empty)
 # keeps the service's default share.

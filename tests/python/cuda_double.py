@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The CUDA driver test double's record (tests/cuda/cuda-double.h:
 struct cuda_double_call and struct cuda_double_stats), read through
-ctypes by the Python tests and bench_peers_loader.py."""
+ctypes by the Python tests (test_cuda_auto's children too) and
+bench_peers_loader.py."""
 import ctypes
 
 

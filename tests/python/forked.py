@@ -72,8 +72,10 @@ def _collect(pid, fds, timeout):
 
 
 def _spawn(code, args, env, timeout):
-    path = os.pathsep.join(p for p in (BINDING, os.environ.get("PYTHONPATH"))
-                           if p)
+    # The binding, and this directory: a child imports the tests' own
+    # helpers (cuda_double) as a forked one does.
+    path = os.pathsep.join(p for p in (BINDING, os.path.dirname(
+        os.path.abspath(__file__)), os.environ.get("PYTHONPATH")) if p)
     e = dict(os.environ, PYTHONPATH=path, **(env or {}))
     return subprocess.run([sys.executable, "-c", code] +
                           [str(a) for a in args], env=e, capture_output=True,

@@ -16,34 +16,17 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
 
 CHILD = r'''
-import ctypes, gc, json, os, sys, warnings
+import gc, json, os, sys, warnings
 import numpy as np
 warnings.simplefilter("error")
 import pinmem
 from pinmem import _cuda_auto, dlpack
 from pinmem.safetensors.numpy import save_file, load_file
-
-class Call(ctypes.Structure):
-    _fields_ = [("op", ctypes.c_char), ("base", ctypes.c_size_t),
-                ("size", ctypes.c_uint64), ("flags", ctypes.c_uint),
-                ("result", ctypes.c_int)]
-
-class Stats(ctypes.Structure):
-    _fields_ = [("init_calls", ctypes.c_ulong),
-                ("register_calls", ctypes.c_ulong),
-                ("unregister_calls", ctypes.c_ulong),
-                ("live", ctypes.c_ulong), ("primary_refs", ctypes.c_int),
-                ("ctx_depth", ctypes.c_int), ("violations", ctypes.c_ulong),
-                ("last_violation", ctypes.c_char * 256),
-                ("nr_calls", ctypes.c_size_t), ("log", Call * 64)]
+import cuda_double
 
 def stats():
     lib = os.environ.get("PIN_CUDA_LIBRARY", "")
-    if not os.path.exists(lib):
-        return None
-    fn = ctypes.CDLL(lib).cuda_double_stats
-    fn.restype = ctypes.POINTER(Stats)
-    return fn().contents
+    return cuda_double.stats(lib) if os.path.exists(lib) else None
 
 def calls(s):
     return [(c.op.decode(), c.base, c.size, c.flags)
