@@ -39,11 +39,11 @@ def load_packet(flags=0):
 def send_and_exit(s, fd):
     """Send fd from a child that then exits, this process's copy closed
     first, so that the service's close is the last one, the one that can
-    block. A child preempted between its send and its exit closes last
+    block. A child preempted between its send and its close closes last
     instead: then the service's close does not block (the caller sees
-    that and tries again), and neither does this process. The child's
-    close at exit does not linger (inet_release skips SO_LINGER for an
-    exiting task); one that waits on a device stays with the child."""
+    that and tries again), and the child, not this process, is the one
+    that waits. (Left to its exit, the child's close would come only
+    after its address space is torn down, which loses the race often.)"""
     go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -51,6 +51,7 @@ def send_and_exit(s, fd):
         os.read(go_r, 1)
         s.sendmsg([load_packet()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                      array.array("i", [fd]).tobytes())])
+        os.close(fd)    # now: at exit it would wait for the mm's teardown
         os._exit(0)
     os.close(go_r)
     os.close(fd)
