@@ -113,8 +113,11 @@ int pin_st_parse_buffer(struct pin_st *ck, const void *buf, uint64_t len,
  * pin_st_load: leave each region OPEN instead of sealing it, for a caller
  * that owns the loaded regions alone and maps them writable (the Python
  * binding's torch loads: writable tensors in pinned, CUDA-registered
- * memory that no other process maps). pin_st_load_into leaves the
- * caller's region in its state either way.
+ * memory that no other process maps). Each region's owner mapping
+ * (pin_region_map) is then writable and, on the portable backend, the
+ * very mapping the load read into and locked, so that using it costs no
+ * further fault or lock. pin_st_load_into leaves the caller's region in
+ * its state either way.
  */
 #define PIN_ST_LOAD_OPEN	(1U << 1)
 

@@ -34,11 +34,19 @@ struct pin__fill_report {
 };
 
 /*
+ * An internal bit of pin_io_opts.flags for pin__fill_from_file (never a
+ * caller's: pin__io_opts refuses it): the region stays OPEN after the
+ * fill, so its portable owner mapping is the writable one the reads used.
+ */
+#define PIN__FILL_OPEN		(1U << 31)
+
+/*
  * Read file bytes [aoff, aoff + span) into the start of r, a region that
  * is neither mapped nor filled yet (portable: allocated without its pages,
  * see pin__alloc_to_fill), while helper threads pin it step by step
- * ahead of the reads. On return r->map is the owner mapping, read-only on
- * the portable backend, so that the seal need not remap it.
+ * ahead of the reads. On return r->map is the owner mapping, locked where
+ * RLIMIT_MEMLOCK allowed; on the portable backend read-only, so that the
+ * seal need not remap it, or with PIN__FILL_OPEN in o->flags writable.
  */
 int pin__fill_from_file(struct pin_region *r, struct pin__file *f,
 			uint64_t aoff, uint64_t span, uint64_t need_end,

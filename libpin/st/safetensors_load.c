@@ -239,6 +239,8 @@ int pin__st_load_file(struct pin_st *ck, struct pin_dev *dev, unsigned fi,
 	fl.span = pin_file_span(fl.astart, fl.head +
 				pin__st_plan(ck, first, fl.head,
 					     fl.sf->data_len));
+	if (ck->load_flags & PIN_ST_LOAD_OPEN)
+		po.flags |= PIN__FILL_OPEN;	/* keep the reads' mapping */
 	if (o->progress) {
 		po.progress = st_progress_cb;
 		po.progress_arg = prog;
