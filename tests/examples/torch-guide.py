@@ -14,9 +14,9 @@ save_file({"w": torch.ones(4, 4), "b": torch.zeros(4)}, "model.safetensors")
 import torch, pinmem, pinmem.torch as pt
 from pinmem.safetensors.torch import load_file  # was: from safetensors.torch
 
-sd = load_file("model.safetensors")             # tensors over a sealed pinned region
-print(pt.mapping_range(sd["w"]))                # the view mapping w reads: no copy
-w = sd["w"].clone().mul_(2)                     # to modify, copy (or see python.md)
+sd = load_file("model.safetensors")             # locked, registered, writable tensors
+print(pt.mapping_range(sd["w"]))                # the mapping w reads: no copy
+w = sd["w"].mul_(2)                             # in place, in the pinned pages
 
 x = pt.empty((1024,), torch.float32)            # pin_memory=True analogue; small ones share a region
 r = pinmem.open().alloc(1 << 20)

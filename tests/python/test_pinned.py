@@ -107,6 +107,18 @@ if torch is not None:
     f = safe_open(path, "pt")
     keep.append({"a": f.get_tensor("a"), "s": f.get_slice("c")[10:20]})
     L["torch safe_open"] = tensors(keep[-1])
+    # Which mapping a private load's tensors lie in: the owner mapping
+    # (the one the load read into and locked), or another one.
+    region, t = f.checkpoint.regions[0], keep[-1]["a"]
+    own = region.owner_array()
+    lo = own.ctypes.data
+    out["in_owner"] = lo <= t.data_ptr() < lo + own.nbytes
+    del own
+    try:
+        region.close()
+        out["close"] = "closed"
+    except ValueError as e:
+        out["close"] = str(e)
     keep.append(load_file(path, shared=True))
     L["torch shared fallback"] = tensors(keep[-1])
     if sock:
@@ -235,6 +247,22 @@ def test_every_loaded_range_is_locked(seen):
         assert seen["is_pinned_plain"] is False
 
 
+@pytest.mark.torch
+def test_private_tensors_lie_in_the_loads_own_mapping(seen):
+    """Portable backend: a private torch load's tensors use the mapping
+    pin_st_load read into and locked (the region's owner mapping) instead
+    of a second one faulted and locked again, and the region cannot be
+    closed under them."""
+    if "in_owner" not in seen:
+        pytest.skip("PyTorch is not installed")
+    if seen["backend"] != "portable":
+        pytest.skip("the device backend's tensors lie in a view the "
+                    "module counts")
+    assert seen["in_owner"] is True
+    assert "arrays over the owner mapping still exist" in seen["close"], \
+        seen["close"]
+
+
 def test_nothing_stays_registered_when_the_tensors_die(seen):
     assert seen["live_after"] == 0
 
@@ -313,6 +341,17 @@ try:
     print("loaded under 1 MiB")
 except SafetensorError as e:
     print("refused:", e)
+try:
+    import torch
+    from pinmem.safetensors.torch import load_file
+except ImportError:
+    print("torch: not installed")
+else:
+    try:
+        load_file(path)         # private: the load's own mapping, writable
+        print("torch: loaded under 1 MiB")
+    except Exception as e:
+        print("torch: refused:", type(e).__name__, e)
 resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))    # >= 8 MiB
 w = stnp.load_file(path)["w"]
 with open("/proc/self/status") as f:
@@ -331,10 +370,12 @@ def test_lock_within_rlimit_memlock_or_a_clear_error(tmp_path, dev):
         pytest.skip("RLIMIT_MEMLOCK's hard limit is below 8 MiB")
     p = run_python(LIMIT_CHILD, [tmp_path], timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    refused, loaded = p.stdout.splitlines()[-2:]
+    refused, torch_refused, loaded = p.stdout.splitlines()[-3:]
     assert refused.startswith("refused:"), refused
     for part in ("cannot lock the", "RLIMIT_MEMLOCK is 1048576 bytes",
                  "ulimit -l", "pinmem module"):
         assert part in refused, (part, refused)
+        if torch_refused != "torch: not installed":
+            assert part in torch_refused, (part, torch_refused)
     lck = int(loaded.split()[-2])
     assert loaded.endswith(" 1048576.0") and lck >= 4096, loaded

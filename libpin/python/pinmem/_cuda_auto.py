@@ -9,7 +9,9 @@ for GPU 0 (pin_cuda_open: libcuda.so.1, or $PIN_CUDA_LIBRARY). If that
 fails (no driver, no GPU) nothing is registered, now or later, and nothing
 is said. Otherwise every shared view mapping is registered once it is
 mapped (pin_cuda_register_view: in chunks, read-only for a read-only
-mapping) and unregistered before it is unmapped; a registration the
+mapping; a private load's owner mapping, which its tensors use instead
+of a view, through pin_cuda_register) and unregistered before it is
+unmapped; a registration the
 driver refuses is said once (a warning) and the mapping stays usable,
 unregistered. That covers every loader's tensors and arrays: torch's
 private loads (writable, over the process's own open region), shared
@@ -87,13 +89,18 @@ class _Auto:
             self.ptr = p.value
             atexit.register(self.close)
 
-    def register(self, view, addr, length):
+    def register(self, view, addr, length, region=None):
+        """Register the view mapping at addr, or with region (and view
+        None) the region's owner mapping at addr."""
         with self.lock:
             if not self.tried:
                 self._open()
             if self.ptr is None:
                 return
-            ret = lib.pin_cuda_register_view(self.ptr, view, addr, 0)
+            if region is None:
+                ret = lib.pin_cuda_register_view(self.ptr, view, addr, 0)
+            else:
+                ret = lib.pin_cuda_register(self.ptr, region, 0)
             if ret < 0:
                 warn_once(CudaRegistrationWarning,
                           "pinmem: CUDA did not register a view mapping "
@@ -114,10 +121,14 @@ class _Auto:
         with self.lock:
             return any(a <= lo and hi <= b for a, b in self.ranges.values())
 
-    def unregister(self, view, addr):
+    def unregister(self, view, addr, region=None):
         with self.lock:
-            if self.ranges.pop(addr, None) is not None and self.ptr:
+            if self.ranges.pop(addr, None) is None or not self.ptr:
+                return
+            if region is None:
                 lib.pin_cuda_unregister_view(self.ptr, view, addr)
+            else:
+                lib.pin_cuda_unregister(self.ptr, region)
 
     def close(self):
         with self.lock:

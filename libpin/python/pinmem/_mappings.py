@@ -33,6 +33,13 @@ def _end_view(view, addr):
     lib.pin_view_close(view)
 
 
+def _end_owner(handle, region, addr):
+    """Finalizer of a _ViewMapping over the owner mapping: end its CUDA
+    registration; the mapping goes with the region handle, which this
+    call's arguments held until now."""
+    _cuda_auto.AUTO.unregister(None, addr, region=region)
+
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
@@ -180,6 +187,31 @@ class _ViewMapping:
             except PinError:
                 self._fin()
                 raise
+
+    @classmethod
+    def of_owner(cls, handle, region_id, length, rerr):
+        """The owner mapping of a portable region that a private load
+        left OPEN (handle: its Region's), in place of a view mapping:
+        pin_st_load read into it and locked it (PIN_ST_LOAD_OPEN), so the
+        tensors use those pages as they are, with no second mapping to
+        fault, lock and register. Locked again here (nothing to do unless
+        RLIMIT_MEMLOCK stopped the load's lock: then PinError), then
+        registered with CUDA. Keeps the region handle alive; the portable
+        backend counts no views, so nothing is lost by not making one."""
+        addr = ctypes.c_void_p()
+        _check(lib.pin_region_map(handle.ptr, ctypes.byref(addr)), rerr,
+               "map")
+        self = cls.__new__(cls)
+        self.addr, self.length, self.offset = addr.value, length, 0
+        self.writable, self.private, self.locked = True, False, False
+        self.region_id, self.backend = region_id, "portable"
+        self.arrays = weakref.WeakValueDictionary()
+        self._fin = weakref.finalize(self, _end_owner, handle, handle.ptr,
+                                     addr.value)
+        self._fin.atexit = False
+        self.lock()
+        _cuda_auto.AUTO.register(None, addr.value, length, region=handle.ptr)
+        return self
 
     def lock(self):
         """mlock a portable mapping (once); see the class's notes."""

@@ -13,6 +13,10 @@ by that owner's finalizer (weakref.finalize), or earlier by close().
                 NumPy keeps it alive exactly as long as that array or any
                 array derived from it, and its finalizer unmaps when the
                 last of them is collected. Nothing else refers to it.
+                One kind owns no view: a private load's, over the owner
+                mapping of the portable region it left OPEN
+                (_ViewMapping.of_owner); it keeps the Region's handle alive
+                instead, and the Region refuses close() while it lives.
 
 Where: Device, Region and open() here; the exceptions in _errors.py, the
 records (Holder, RefRange, RegionInfo, DeviceInfo) in _records.py, the

@@ -5,6 +5,7 @@ import ctypes
 import errno
 import math
 import os
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -149,6 +150,58 @@ class Checkpoint(Mapping):
             len(self._arrays), len(self.files))
 
 
+def _file_mappings(ck, dev, path, files, writable, copy_on_write):
+    """Each loaded file's bytes for the arrays: {region pointer: uint8
+    array over one mapping of it}, the regions' RegionInfo, and the
+    Regions (ours now: pin_st_close no longer frees them; None where
+    libpin cannot hand them over)."""
+    rps, infos = [], []
+    for i in range(len(files)):
+        rp = lib.pin_st_region(ck.ptr, i)
+        if not rp:
+            raise PinError(5, "load %s: file %s has no region" %
+                           (path, files[i]))
+        rps.append(rp)
+        infos.append(_region_info(rp, lambda rp=rp: lib.pin_region_error(rp)))
+    if not _lib.has("pin_st_take_region"):
+        return ({rp: np.asarray(_load_view(rp, dev, writable, copy_on_write))
+                 for rp in rps}, infos, None)
+    if writable and dev.backend == "portable":
+        # The load's own locked, writable mapping (PIN_ST_LOAD_OPEN).
+        regions = [Region(lib.pin_st_take_region(ck.ptr, i), dev)
+                   for i in range(len(files))]
+        return ({r._h.ptr: np.asarray(_owner_view(r)) for r in regions},
+                infos, regions)
+    # A view of each region, locked once the owner mapping (locked by the
+    # load, and not needed until someone asks for it) is gone:
+    # RLIMIT_MEMLOCK counts both.
+    maps = {rp: _load_view(rp, dev, writable, copy_on_write, lock=False)
+            for rp in rps}
+    regions = []
+    for i in range(len(files)):
+        rp = lib.pin_st_take_region(ck.ptr, i)
+        lib.pin_region_unmap(rp)
+        regions.append(Region(rp, dev))
+    for m in maps.values():
+        if not m.private:
+            m.lock()
+    return {rp: np.asarray(m) for rp, m in maps.items()}, infos, regions
+
+
+def _load_view(rp, dev, writable, copy_on_write, lock=True):
+    return _ViewMapping(rp, lib.pin_region_id(rp), 0, lib.pin_region_size(rp),
+                        writable, lambda: lib.pin_region_error(rp), None,
+                        private=copy_on_write, backend=dev.backend, lock=lock)
+
+
+def _owner_view(region):
+    """region's owner mapping as the tensors' mapping; region.close() is
+    refused while it lives, as for owner_array()."""
+    m = _ViewMapping.of_owner(region._h, region.id, region.size, region._err)
+    region._owner = weakref.ref(m)
+    return m
+
+
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
                      direct=True, node=None, any_node=False,
                      copy_on_write=False, writable=False, align=False):
@@ -211,39 +264,9 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
             stats.update(_align_stats(ck.ptr))
             files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
                      for i in range(lib.pin_st_file_count(ck.ptr))]
-            raws, region_ids, by_region, infos, maps = [], [], {}, [], []
-            for i in range(len(files)):
-                rp = lib.pin_st_region(ck.ptr, i)
-                if not rp:
-                    raise PinError(5, "load %s: file %s has no region" %
-                                   (path, files[i]))
-                rid = lib.pin_region_id(rp)
-                infos.append(_region_info(
-                    rp, lambda rp=rp: lib.pin_region_error(rp)))
-                # Locked below, once the owner mapping (locked by the
-                # load) is gone: RLIMIT_MEMLOCK counts both.
-                m = _ViewMapping(rp, rid, 0, lib.pin_region_size(rp),
-                                 writable,
-                                 lambda rp=rp: lib.pin_region_error(rp),
-                                 None, private=copy_on_write,
-                                 backend=dev.backend, lock=False)
-                maps.append(m)
-                raw = np.asarray(m)
-                raws.append(raw)
-                region_ids.append(rid)
-                by_region[rp] = raw
-            regions = None
-            if _lib.has("pin_st_take_region"):
-                # Ours now: pin_st_close below no longer frees them. The
-                # owner mapping is not needed until someone asks for it.
-                regions = []
-                for i in range(len(files)):
-                    rp = lib.pin_st_take_region(ck.ptr, i)
-                    lib.pin_region_unmap(rp)
-                    regions.append(Region(rp, dev))
-            for m in maps:
-                if not m.private:
-                    m.lock()
+            by_region, infos, regions = _file_mappings(
+                ck, dev, path, files, writable, copy_on_write)
+            region_ids = [i.id for i in infos]
             arrays, formats, places = {}, {}, {}
             t = _lib.init(_lib.PinStTensor)
             for i in range(lib.pin_st_count(ck.ptr)):
