@@ -453,6 +453,15 @@ class Region:
                 self._owner = weakref.ref(owner)
         return _over(owner, dtype, shape, offset, np.ndarray)
 
+    def _load_mapping(self):
+        """The owner mapping as the mapping of a private load's tensors
+        (_ViewMapping.of_owner); close() is refused while it lives, as
+        for owner_array()'s."""
+        with self._lock:
+            m = _ViewMapping.of_owner(self._h, self.id, self.size, self._err)
+            self._owner = weakref.ref(m)
+        return m
+
     def fd(self):
         """The region fd (owned by this handle), e.g. to pass on."""
         return lib.pin_region_fd(self._ptr())

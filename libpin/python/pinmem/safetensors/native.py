@@ -5,7 +5,6 @@ import ctypes
 import errno
 import math
 import os
-import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -170,7 +169,7 @@ def _file_mappings(ck, dev, path, files, writable, copy_on_write):
         # The load's own locked, writable mapping (PIN_ST_LOAD_OPEN).
         regions = [Region(lib.pin_st_take_region(ck.ptr, i), dev)
                    for i in range(len(files))]
-        return ({r._h.ptr: np.asarray(_owner_view(r)) for r in regions},
+        return ({r._h.ptr: np.asarray(r._load_mapping()) for r in regions},
                 infos, regions)
     # A view of each region, locked once the owner mapping (locked by the
     # load, and not needed until someone asks for it) is gone:
@@ -192,14 +191,6 @@ def _load_view(rp, dev, writable, copy_on_write, lock=True):
     return _ViewMapping(rp, lib.pin_region_id(rp), 0, lib.pin_region_size(rp),
                         writable, lambda: lib.pin_region_error(rp), None,
                         private=copy_on_write, backend=dev.backend, lock=lock)
-
-
-def _owner_view(region):
-    """region's owner mapping as the tensors' mapping; region.close() is
-    refused while it lives, as for owner_array()."""
-    m = _ViewMapping.of_owner(region._h, region.id, region.size, region._err)
-    region._owner = weakref.ref(m)
-    return m
 
 
 def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
