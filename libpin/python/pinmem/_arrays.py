@@ -118,7 +118,7 @@ class PinnedArray(np.ndarray):
                    copy=None):
         """DLPack export, read-only views included (pinmem.dlpack says
         how); the view mapping lives until the consumer releases it."""
-        return dlpack.to_dlpack(self, max_version)
+        return dlpack.to_dlpack(self, max_version, dl_device)
 
     def __dlpack_device__(self):
         """(kDLCPU, 0), or (kDLCUDAHost, 0) in a CUDA-registered range."""

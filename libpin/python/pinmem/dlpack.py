@@ -40,7 +40,8 @@ kDLCUDAHost = 3
 
 _INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6
 # DLPack 1.1's float8 codes (ml_dtypes' names).
-_FLOAT8 = {"float8_e4m3fn": 10, "float8_e5m2": 12}
+_FLOAT8 = {"float8_e4m3fn": 10, "float8_e4m3fnuz": 11, "float8_e5m2": 12,
+           "float8_e5m2fnuz": 13, "float8_e8m0fnu": 14}
 FLAG_READ_ONLY = 1 << 0
 
 
@@ -163,14 +164,19 @@ def _mapping_writable(a):
     return True         # not a view mapping: nothing enforces read-only
 
 
-def to_dlpack(a, max_version=None):
+def to_dlpack(a, max_version=None, dl_device=None, read_only_map=False):
     """A DLPack capsule over array a's memory (see the module's notes for
-    read-only arrays). The capsule's tensor holds a until released."""
+    read-only arrays). The capsule's tensor holds a until released.
+    dl_device: (kDLCPU, 0) exports registered memory as plain host memory
+    (for a consumer without CUDA). read_only_map: the caller vouches that
+    a's memory is mapped without PROT_WRITE (an mmap it made read-only),
+    which the policy then treats as a read-only view mapping."""
     if not isinstance(a, np.ndarray):
         raise TypeError("pinmem: to_dlpack needs a NumPy array")
     versioned = max_version is not None and tuple(max_version)[0] >= 1
     readonly = not a.flags.writeable
-    if readonly and not versioned and _mapping_writable(a):
+    if readonly and not versioned and not read_only_map and \
+            _mapping_writable(a):
         raise BufferError(
             "pinmem: this read-only array lies over writable memory, and "
             "DLPack before 1.0 cannot say read-only: a consumer could write "
@@ -188,7 +194,13 @@ def to_dlpack(a, max_version=None):
     m = cls()
     t = m.dl_tensor
     t.data = a.__array_interface__["data"][0] if a.size else None
-    t.device = DLDevice(*device(a))
+    dev = device(a)
+    if dl_device is not None and tuple(dl_device) != dev:
+        if tuple(dl_device) != (kDLCPU, 0):
+            raise BufferError("pinmem: cannot export host memory to DLPack "
+                              "device %s" % (tuple(dl_device),))
+        dev = (kDLCPU, 0)       # registered host memory is host memory
+    t.device = DLDevice(*dev)
     t.ndim = ndim
     t.dtype = _dtype(a.dtype)
     t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))

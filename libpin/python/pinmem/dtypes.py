@@ -71,6 +71,23 @@ def from_name(name):
                        % name) from None
 
 
+# Newer formats ml_dtypes has (in the versions that have them), which
+# NumPy's loaders leave as raw bytes (safetensors' NumPy loader has no
+# name for them either); JAX, which requires ml_dtypes, takes them.
+_ML_NEWER = {"F8_E8M0": "float8_e8m0fnu", "F8_E4M3FNUZ": "float8_e4m3fnuz",
+             "F8_E5M2FNUZ": "float8_e5m2fnuz"}
+
+
+def ml_dtype(name):
+    """The ml_dtypes dtype of a safetensors format (BF16, the float8s),
+    None where ml_dtypes (absent, or this version) has none."""
+    if _ml is None:
+        return None
+    attr = _ML_NEWER.get(name) or _ML_FORMATS.get(name, (None,))[0]
+    t = getattr(_ml, attr, None) if attr else None
+    return np.dtype(t) if t is not None else None
+
+
 def raw_dtype(name, bits):
     """The raw stand-in for a format NumPy lacks: void bytes of the
     element's size (or single bytes for sub-byte formats), nameless."""
