@@ -10,8 +10,11 @@ import pinmem
 
 os.chdir(sys.argv[1])
 # Any writer will do: load_safetensors puts every tensor on the 64 bytes
-# JAX needs to take it without a copy.
-pinmem.save_safetensors("model.safetensors", {"w": np.ones((4, 4), np.float32)})
+# JAX needs to take it without a copy. bf16, as LLM weights are.
+import ml_dtypes
+pinmem.save_safetensors("model.safetensors", {
+    "w": np.ones((4, 4), np.float32),
+    "emb": np.arange(8, dtype=np.float32).astype(ml_dtypes.bfloat16)})
 # guide
 import gc, jax, jax.numpy as jnp, numpy as np, pinmem, pinmem.jax as pj
 

@@ -8,11 +8,15 @@ import builtins
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import symtable
+
+from helpers import cached_service
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GUIDES = {"jax": "Using pinmem with JAX", "torch": "Using pinmem with PyTorch"}
@@ -36,23 +40,24 @@ def example(name):
         return path, f.read().split("# guide\n", 1)[1]
 
 
-def run(path, where, cwd=None):
-    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "libpin", "python"))
+def run(path, where, cwd=None, **env):
+    env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "libpin", "python"),
+               **env)
     return subprocess.run([sys.executable, path, str(where)], env=env,
                           capture_output=True, text=True, timeout=300,
                           cwd=cwd)
 
 
-def run_alone(name, where):
+def run_alone(name, where, **env):
     """The file (its set-up writes the checkpoint into where), then the
     README's block alone, from where."""
-    p = run(example(name)[0], where)
+    p = run(example(name)[0], where, **env)
     if p.returncode != 0:
         return p
     block = os.path.join(str(where), "readme-%s.py" % name)
     with open(block, "w") as f:
         f.write(readme_code(GUIDES[name]))
-    return run(block, where, cwd=str(where))
+    return run(block, where, cwd=str(where), **env)
 
 
 @pytest.mark.parametrize("name", sorted(GUIDES))
@@ -76,6 +81,25 @@ def test_jax_guide_runs(tmp_path):
     needs("jax")
     p = run_alone("jax", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_jax_guide_runs_served(tmp_path):
+    """Its last line, shared=True, with pinmem-cached serving the bf16
+    checkpoint: the service's copy, not a private load after a warning."""
+    needs("jax")
+    base = os.environ.get("PINMEM_SCRATCH")
+    where = tempfile.mkdtemp(prefix="pytest-guide-", dir=base) \
+        if base and os.path.isdir(base) else str(tmp_path)
+    try:
+        with cached_service(where) as sock:
+            if sock is None:
+                pytest.skip("pinmem-cached is not built")
+            p = run_alone("jax", where, PIN_CACHE_SOCKET=sock)
+    finally:
+        if where != str(tmp_path):
+            shutil.rmtree(where, ignore_errors=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "loading privately" not in p.stderr, p.stderr
 
 
 # Names a block of python.md may use without defining them: the reader's
