@@ -214,3 +214,30 @@ def test_cuda_registered_memory_is_cuda_host(monkeypatch, region):
     c.unregister(region)
     assert dlpack.device(own) == (dlpack.kDLCPU, 0)
     c.close()
+
+
+@pytest.mark.skipif(not os.path.exists(DOUBLE),
+                    reason="the CUDA driver double is not built (make all)")
+def test_registered_memory_exports_as_cpu_when_asked(monkeypatch, region):
+    """dl_device=(kDLCPU, 0): CUDA-registered host memory as the host
+    memory it is, for a consumer without CUDA; no other device."""
+    from pinmem.cuda import Cuda
+    monkeypatch.setenv("PIN_CUDA_LIBRARY", DOUBLE)
+    own = region.owner_array(np.float32, (16,))
+    c = Cuda(0)
+    c.register(region)
+    try:
+        assert dlpack.device(own) == (dlpack.kDLCUDAHost, 0)
+        cap = dlpack.to_dlpack(own, None, (dlpack.kDLCPU, 0))
+        t = dlpack.DLManagedTensor.from_address(
+            dlpack._api.PyCapsule_GetPointer(ctypes.c_void_p(id(cap)),
+                                             dlpack.NAME))
+        assert t.dl_tensor.device.device_type == dlpack.kDLCPU
+        assert t.dl_tensor.data == own.__array_interface__["data"][0]
+        del t, cap
+        with pytest.raises(BufferError, match="device"):
+            dlpack.to_dlpack(own, None, (dlpack.kDLCUDA, 0))
+    finally:
+        del own
+        c.unregister(region)
+        c.close()
