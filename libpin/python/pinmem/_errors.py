@@ -54,6 +54,21 @@ class BusyError(PinError):
     __module__ = _CORE
 
 
+class PinPermissionError(PinError, PermissionError):
+    """EACCES or EPERM from libpin (a device this user may not open, an
+    operation the region's owner may not do): a PinError, with libpin's
+    words and the fix, that is also the PermissionError Python raises
+    for the same errno, so either except clause catches it."""
+    __module__ = _CORE
+
+
+def pin_error(err, text):
+    """The PinError for err: PinPermissionError for EACCES and EPERM."""
+    if err in (_errno.EACCES, _errno.EPERM):
+        return PinPermissionError(err, text)
+    return PinError(err, text)
+
+
 class ReadOnlyError(RuntimeError):
     """A write into read-only pinned memory, refused before it happened: a
     torch tensor over a read-only view mapping (a checkpoint loaded on the
@@ -89,4 +104,4 @@ def _check(ret, handle_error, what, holders_of=None, refs_of=None):
         holders = holders_of() if holders_of else []
         refs = refs_of() if refs_of else []
         raise BusyError(err, text, holders, refs)
-    raise PinError(err, text)
+    raise pin_error(err, text)
