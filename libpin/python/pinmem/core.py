@@ -122,8 +122,7 @@ class Device:
             self.info().abi_version >= _COW_ABI
         if backend == "auto" and self.backend == "portable" and \
                 "PIN_BACKEND" not in self.backend_why:
-            warn_once(PortableBackendWarning, "pinmem: " + self.backend_why,
-                      stacklevel=3)
+            warn_once(PortableBackendWarning, "pinmem: " + self.backend_why)
 
     def _ptr(self):
         if not self._h.alive:

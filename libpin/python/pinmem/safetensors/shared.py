@@ -34,10 +34,10 @@ import mmap
 import os
 import socket
 import struct
-import warnings
 
 import numpy as np
 
+from .._errors import warn_caller
 from . import _format
 from ._format import SafetensorError
 
@@ -253,8 +253,8 @@ def open_image(filename, sock=None, timeout=None):
     except Unavailable as e:
         if not _warned:
             _warned.append(True)
-            warnings.warn("pinmem: %s; loading privately (one copy per "
-                          "process)" % e, RuntimeWarning, stacklevel=4)
+            warn_caller("pinmem: %s; loading privately (one copy per "
+                          "process)" % e, RuntimeWarning)
         return None
 
 
