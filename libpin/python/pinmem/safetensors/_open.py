@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import core
+from .. import _forks, core
 from .. import dtypes as _dtypes
 from . import _format
 from ._format import SafetensorError
@@ -340,4 +340,7 @@ def _copy_in(data, start, size, fw):
                 w[:] = np.frombuffer(data, np.uint8, size, start)
         if fw != "pt":
             r.seal()
-        return r.view(np.uint8, (max(size, 1),), writable=fw == "pt")
+        raw = r.view(np.uint8, (max(size, 1),), writable=fw == "pt")
+    if fw == "pt":          # torch's writable tensors: copied in a child
+        _forks.private_in_child(core._mapping_of(raw))
+    return raw

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import _lib, dtypes
+from .. import _forks, _lib, dtypes
 from .._lib import lib
 from ..core import (PinError, PinnedArray, PinPermissionError, Region,
                    _ViewMapping, _check, _region_info)
@@ -164,8 +164,12 @@ def _file_mappings(ck, dev, path, files, writable, copy_on_write):
         rps.append(rp)
         infos.append(_region_info(rp, lambda rp=rp: lib.pin_region_error(rp)))
     if not _lib.has("pin_st_take_region"):
-        return ({rp: np.asarray(_load_view(rp, dev, writable, copy_on_write))
-                 for rp in rps}, infos, None)
+        maps = {rp: _load_view(rp, dev, writable, copy_on_write)
+                for rp in rps}
+        if writable:
+            for m in maps.values():
+                _forks.private_in_child(m)
+        return {rp: np.asarray(m) for rp, m in maps.items()}, infos, None
     if writable and dev.backend == "portable":
         # The load's own locked, writable mapping (PIN_ST_LOAD_OPEN).
         regions = [Region(lib.pin_st_take_region(ck.ptr, i), dev)
@@ -185,6 +189,8 @@ def _file_mappings(ck, dev, path, files, writable, copy_on_write):
     for m in maps.values():
         if not m.private:
             m.lock()
+        if writable:
+            _forks.private_in_child(m)
     return {rp: np.asarray(m) for rp, m in maps.items()}, infos, regions
 
 
