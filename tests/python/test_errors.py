@@ -15,6 +15,7 @@ the words that say what is wrong.
 - RLIMIT_MEMLOCK too small for an unprivileged user: a PinError that is a
   SafetensorError too, naming the limit and how to raise it."""
 import errno
+import importlib.util
 import json
 import os
 import shutil
@@ -36,7 +37,7 @@ FRAMEWORKS = [
     "numpy", "native",
     pytest.param("jax", marks=pytest.mark.skipif(
         not os.environ.get("PINMEM_PY_VENV") and
-        __import__("importlib").util.find_spec("jax") is None,
+        importlib.util.find_spec("jax") is None,
         reason="jax is not installed")),
 ]
 
