@@ -71,7 +71,7 @@ static int check_pinnable(struct pin_dev *dev, uint64_t size)
 	if (geteuid() != 0 && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
 	    rl.rlim_cur != RLIM_INFINITY && size > rl.rlim_cur)
 		return pin__fail(dev->err, -ENOMEM,
-				 "alloc %" PRIu64 " bytes: over RLIMIT_MEMLOCK (%" PRIu64 " bytes)",
+				 "alloc %" PRIu64 " bytes: over RLIMIT_MEMLOCK (%" PRIu64 " bytes), which limits what this user may lock in memory: raise it (ulimit -l, limits.conf, LimitMEMLOCK= of a systemd unit), or use the pinmem module (group pinmem), whose pages the kernel pins without it",
 				 size, (uint64_t)rl.rlim_cur);
 	return 0;
 }

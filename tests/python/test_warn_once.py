@@ -37,3 +37,39 @@ def test_portable_warning_once_per_process():
     assert (backends_a, backend_b) == ("portable", "portable"), out.stdout
     assert count == "1", out.stdout
     assert where == "<string>", out.stdout   # the caller's line, not pinmem's
+
+
+CALLER = r"""
+import sys, warnings
+sys.path.insert(0, %r)
+import numpy as np
+import pinmem
+from pinmem.safetensors import numpy as stnp
+path = sys.argv[1]
+stnp.save_file({"w": np.ones(4, np.float32)}, path)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    stnp.load_file(path, shared=True)           # line 11
+for x in w:
+    print(x.category.__name__, x.filename, x.lineno)
+""" % os.path.join(TOP, "libpin", "python")
+
+
+@pytest.mark.skipif(os.path.exists("/dev/pinmem"),
+                    reason="open() uses the device here: no fallback to warn of")
+def test_warnings_point_at_the_callers_line(tmp_path):
+    """PortableBackendWarning (found deep in the loader) and the no-service
+    RuntimeWarning both name the line that called pinmem."""
+    script = tmp_path / "caller.py"
+    script.write_text(CALLER)
+    env = {k: v for k, v in os.environ.items() if k != "PIN_BACKEND"}
+    env["PIN_CACHE_SOCKET"] = str(tmp_path / "none.sock")
+    out = subprocess.run([sys.executable, str(script),
+                          str(tmp_path / "w.safetensors")], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    said = dict((line.split()[0], line.split()[1:])
+                for line in out.stdout.splitlines())
+    assert set(said) == {"PortableBackendWarning", "RuntimeWarning"}, said
+    for where in said.values():
+        assert where == [str(script), "11"], said

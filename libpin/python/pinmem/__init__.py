@@ -36,7 +36,8 @@ import io as _io
 import os as _os
 
 from .core import (BusyError, Device, DeviceInfo, Holder, PinError,
-                   PinnedArray, PortableBackendWarning, ReadOnlyError,
+                   PinPermissionError, PinnedArray, PortableBackendWarning,
+                   ReadOnlyError,
                    RefRange, Region, RegionInfo, ViewInUseError, open,
                    pci_numa_node)
 # core's parts are modules of their own but not names of the package
@@ -83,6 +84,7 @@ def __getattr__(name):
 
 __all__ = ["open", "Device", "Region", "PinnedArray", "Holder", "RefRange",
            "RegionInfo", "DeviceInfo", "PinError", "BusyError",
+           "PinPermissionError",
            "ViewInUseError", "ReadOnlyError", "HAVE_ML_DTYPES", "format_of",
            "as_format",
            "load_safetensors", "save_safetensors", "Checkpoint",

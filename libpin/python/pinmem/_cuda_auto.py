@@ -106,8 +106,7 @@ class _Auto:
                           "pinmem: CUDA did not register a view mapping "
                           "(%s); copies from it to a GPU are staged as "
                           "from pageable memory" %
-                          _lib.text(lib.pin_cuda_error(self.ptr)),
-                          stacklevel=5)
+                          _lib.text(lib.pin_cuda_error(self.ptr)))
                 return
             self.ranges[addr] = (addr, addr + length)
 

@@ -5,6 +5,7 @@ classes keep "pinmem.core" as their module, where they have always been
 found (tracebacks, pickles)."""
 import errno as _errno
 import os
+import sys
 import threading
 import warnings
 
@@ -15,8 +16,25 @@ _said = set()
 _said_lock = threading.Lock()
 
 
-def warn_once(category, text, stacklevel=2):
-    """warnings.warn() the first time a category is issued in this process,
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _inside(code):
+    return os.path.abspath(code.co_filename).startswith(_PACKAGE)
+
+
+def warn_caller(text, category):
+    """warnings.warn() attributed to the first frame outside pinmem: the
+    caller's line, however deep in the binding the cause was found."""
+    level, f = 2, sys._getframe(1)
+    while f is not None and _inside(f.f_code):
+        f = f.f_back
+        level += 1
+    warnings.warn(text, category, stacklevel=level)
+
+
+def warn_once(category, text):
+    """warn_caller() the first time a category is issued in this process,
     and never again: the warnings module's own once-per-call-site filter
     lets a warning through again from every other caller, and from every
     call under "always", though its cause (the host) has not changed."""
@@ -24,7 +42,7 @@ def warn_once(category, text, stacklevel=2):
         if category in _said:
             return
         _said.add(category)
-    warnings.warn(text, category, stacklevel=stacklevel + 1)
+    warn_caller(text, category)
 
 
 class PinError(OSError):
@@ -52,6 +70,21 @@ class BusyError(PinError):
     through a view), which the text names too; the kernel cannot say who
     holds those."""
     __module__ = _CORE
+
+
+class PinPermissionError(PinError, PermissionError):
+    """EACCES or EPERM from libpin (a device this user may not open, an
+    operation the region's owner may not do): a PinError, with libpin's
+    words and the fix, that is also the PermissionError Python raises
+    for the same errno, so either except clause catches it."""
+    __module__ = _CORE
+
+
+def pin_error(err, text):
+    """The PinError for err: PinPermissionError for EACCES and EPERM."""
+    if err in (_errno.EACCES, _errno.EPERM):
+        return PinPermissionError(err, text)
+    return PinError(err, text)
 
 
 class ReadOnlyError(RuntimeError):
@@ -89,4 +122,4 @@ def _check(ret, handle_error, what, holders_of=None, refs_of=None):
         holders = holders_of() if holders_of else []
         refs = refs_of() if refs_of else []
         raise BusyError(err, text, holders, refs)
-    raise PinError(err, text)
+    raise pin_error(err, text)

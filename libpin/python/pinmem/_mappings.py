@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from . import _cuda_auto, _lib
+from . import _cuda_auto, _forks, _lib
 from ._errors import PinError, _check
 from ._lib import lib
 
@@ -136,7 +136,7 @@ class _ViewMapping:
 
     __module__ = _CORE
     __slots__ = ("addr", "length", "offset", "writable", "private",
-                 "region_id", "arrays", "locked", "backend", "_fin",
+                 "region_id", "arrays", "locked", "backend", "file", "_fin",
                  "__weakref__")
 
     def __init__(self, rptr, region_id, offset, length, writable,
@@ -162,6 +162,10 @@ class _ViewMapping:
         self.addr = addr.value
         self.length = length
         self.offset = offset
+        # The memfd and offset of the pages (portable: view fds are the
+        # region's memfd), for a forked child's private mapping (_forks).
+        self.file = (lib.pin_view_fd(v.value), offset) \
+            if backend == "portable" else None
         self.writable = bool(writable or private)
         self.private = bool(private)
         self.region_id = region_id
@@ -205,12 +209,14 @@ class _ViewMapping:
         self.addr, self.length, self.offset = addr.value, length, 0
         self.writable, self.private, self.locked = True, False, False
         self.region_id, self.backend = region_id, "portable"
+        self.file = (lib.pin_region_fd(handle.ptr), 0)
         self.arrays = weakref.WeakValueDictionary()
         self._fin = weakref.finalize(self, _end_owner, handle, handle.ptr,
                                      addr.value)
         self._fin.atexit = False
         self.lock()
         _cuda_auto.AUTO.register(None, addr.value, length, region=handle.ptr)
+        _forks.private_in_child(self)
         return self
 
     def lock(self):

@@ -36,8 +36,9 @@ from . import _lib
 from ._lib import lib
 # The parts, re-exported (the package, torch.py, dlpack.py, safetensors/
 # and the tests use core's private names too).
-from ._errors import (BusyError, PinError, PortableBackendWarning,  # noqa: F401
-                      ReadOnlyError, ViewInUseError, _check, warn_once)
+from ._errors import (BusyError, PinError, PinPermissionError,  # noqa: F401
+                      PortableBackendWarning, ReadOnlyError, ViewInUseError,
+                      _check, pin_error, warn_once)
 from ._records import (DeviceInfo, Holder, RefRange, RegionInfo,  # noqa: F401
                        _holder, _prot_str, _ref_range, _region_info,
                        _state_name)
@@ -47,7 +48,8 @@ from ._arrays import (PinnedArray, _Probe,  # noqa: F401
                       _BASE_EXIT, _BASE_EXIT_EXC, _BASE_RELEASE, _calibrate,
                       _end, _outside_refs)
 
-__all__ = ["PinError", "BusyError", "ViewInUseError", "ReadOnlyError",
+__all__ = ["PinError", "BusyError", "PinPermissionError", "ViewInUseError",
+           "ReadOnlyError",
            "Device", "Region",
            "PinnedArray", "Holder", "RefRange", "RegionInfo", "DeviceInfo",
            "open"]
@@ -105,9 +107,9 @@ class Device:
         opts = _lib.why_of(_lib.init(_lib.PinDevOpts), why)
         ret = lib.pin_dev_open(ctypes.byref(p), code, ctypes.byref(opts))
         if ret < 0:
-            raise PinError(-ret, _lib.text(why.value) or
-                           "open %s backend: %s" % (backend,
-                                                    os.strerror(-ret)))
+            raise pin_error(-ret, _lib.text(why.value) or
+                            "open %s backend: %s" % (backend,
+                                                     os.strerror(-ret)))
         self._h = _Handle(p.value, lib.pin_dev_close)
         self._lock = threading.Lock()
         self.backend = _lib.text(lib.pin_backend_name(
@@ -120,8 +122,7 @@ class Device:
             self.info().abi_version >= _COW_ABI
         if backend == "auto" and self.backend == "portable" and \
                 "PIN_BACKEND" not in self.backend_why:
-            warn_once(PortableBackendWarning, "pinmem: " + self.backend_why,
-                      stacklevel=3)
+            warn_once(PortableBackendWarning, "pinmem: " + self.backend_why)
 
     def _ptr(self):
         if not self._h.alive:

@@ -16,11 +16,12 @@ API (load_safetensors, save_safetensors: 4096-aligned data section,
 O_DIRECT, atomic rename; Checkpoint with regions and I/O stats) is here
 too.
 """
-from ._format import SafetensorError
+from ._format import SafetensorError, SafetensorPinError
 from ._open import safe_open
 from .fill import Place, Placement, fill, fill_view, load_into
 from .native import Checkpoint, load_safetensors, save_safetensors
 
-__all__ = ["safe_open", "SafetensorError", "Checkpoint", "load_safetensors",
+__all__ = ["safe_open", "SafetensorError", "SafetensorPinError",
+           "Checkpoint", "load_safetensors",
            "save_safetensors", "load_into", "fill_view", "fill", "Placement",
            "Place"]

@@ -18,10 +18,13 @@ SafeTensorError's Display, read_metadata, Metadata::validate, prepare, the
 Dtype enum; bindings/python/src/lib.rs: Open::new, deserialize): see
 tests/python/test_st_compat.py for the lines each rule comes from.
 """
+import errno
 import json
 import math
 import os
 import struct
+
+from .._errors import PinError
 
 MAX_HEADER_SIZE = 100_000_000
 MAX_RANK = 4096         # libpin's limit (the format sets none)
@@ -59,6 +62,17 @@ class SafetensorError(Exception):
 
 
 SafetensorError.__module__ = "pinmem.safetensors"
+
+
+class SafetensorPinError(SafetensorError, PinError):
+    """libpin failed a load after the header passed: a SafetensorError, as
+    safetensors' loaders raise for any load that fails, and a PinError
+    (an OSError: .errno, libpin's words), since the cause is pinning
+    (RLIMIT_MEMLOCK, memory) or libpin's reader, not the file's format as
+    safetensors words it."""
+
+
+SafetensorPinError.__module__ = "pinmem.safetensors"
 
 
 HEADER_PREFIX = "Error while deserializing header: "   # safe_open
@@ -196,8 +210,20 @@ def parse_header(head8, read, total):
                                 "tensor")
         out.append((name, dt, shape, b, e))
     if start + 8 + n != total:
-        raise _header_error("incomplete metadata, file not fully covered")
+        raise _header_error("incomplete metadata, file not fully covered" +
+                            _truncated(out, total - 8 - n))
     return meta, out, 8 + n
+
+
+def _truncated(out, data_len):
+    """What is missing of a file cut short, in libpin's words (pinload and
+    pinmem.load_safetensors say the same), after safetensors' text."""
+    for name, _dt, _shape, _b, e in out:
+        if e > data_len:
+            return ": tensor %s: data_offsets end %d past the end of the " \
+                   "data section (%d bytes; file truncated?)" % \
+                   (json.dumps(name, ensure_ascii=False), e, data_len)
+    return ""
 
 
 def _json_header(text):
@@ -214,6 +240,11 @@ def _json_header(text):
         raise _header_error("invalid JSON in header: %s" % e) from None
     except ValueError as e:
         raise _header_error("invalid JSON in header: %s" % e) from None
+    except RecursionError:
+        # Python's decoder recurses per level; libpin's stops at 64, and
+        # no valid header nests deeper than 3.
+        raise _header_error("invalid JSON in header: nesting too deep "
+                            "(recursion limit exceeded)") from None
     if text[end:].strip(" "):
         raise _header_error("invalid JSON in header: trailing characters "
                             "(the header is padded with spaces only)")
@@ -318,18 +349,32 @@ def _parse_bytes(data):
     return parse_header(bytes(data[:8]), read, data.nbytes)
 
 
-def parse_file(filename):
-    """parse_header of a file, safe_open's wording; a file that cannot be
-    opened is FileNotFoundError("No such file or directory: PATH"), the path
-    as Rust's Path::display() prints it (unquoted), whatever the errno,
-    except a directory: IsADirectoryError, an OSError as safetensors'
-    (which fails later, on mapping it, with ENODEV), that says what it is."""
+def open_file(filename):
+    """filename opened for reading, or path_error()'s error."""
     try:
-        f = open(filename, "rb")
-    except IsADirectoryError as e:
-        raise IsADirectoryError(e.errno, e.strerror, filename) from None
-    except OSError:
-        raise not_found(filename) from None
+        return open(filename, "rb")
+    except OSError as e:
+        raise path_error(e, filename) from None
+
+
+def path_error(e, filename):
+    """The error every pinmem loader raises for a file it cannot open (e:
+    the OSError of opening it): safetensors' FileNotFoundError("No such
+    file or directory: PATH"), the path as Rust's Path::display() prints
+    it (unquoted), with .errno ENOENT, for a file that is missing or
+    cannot be opened for another reason; but Python's own OSError, naming
+    errno and path, where saying "missing" would mislead:
+    IsADirectoryError for a directory (safetensors' is an OSError too,
+    ENODEV from mapping it), PermissionError (EACCES, EPERM) for a file
+    this user may not read."""
+    if isinstance(e, (IsADirectoryError, PermissionError)):
+        return type(e)(e.errno, e.strerror, os.fsdecode(filename))
+    return not_found(filename)
+
+
+def parse_file(filename):
+    """parse_header of a file, safe_open's wording; open_file's errors."""
+    f = open_file(filename)
     with f:
         total = os.fstat(f.fileno()).st_size
         return prefixed(HEADER_PREFIX, parse_header, f.read(8), f.read,
@@ -337,5 +382,9 @@ def parse_file(filename):
 
 
 def not_found(filename):
-    return FileNotFoundError("No such file or directory: %s" %
-                             os.fsdecode(filename))
+    """safetensors' FileNotFoundError, with .errno ENOENT (its text stays
+    safetensors': Python words an OSError given a filename otherwise)."""
+    e = FileNotFoundError("No such file or directory: %s" %
+                          os.fsdecode(filename))
+    e.errno = errno.ENOENT
+    return e

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import core
+from .. import _forks, core
 from .. import dtypes as _dtypes
 from . import _format
 from ._format import SafetensorError
 from ._slice import numpy_key
-from .native import load_safetensors
+from .native import load_error, load_safetensors
 
 # lib.rs Framework::extract: exact, case-sensitive names.
 _FRAMEWORKS = {"pt": "pt", "torch": "pt", "pytorch": "pt",
@@ -109,11 +109,8 @@ class _Image:
         self._wholes = {}           # id(region array) -> region_bytes()
 
     def _index(self):
-        try:
-            with open(self.path, "rb") as f:
-                index = json.load(f)
-        except FileNotFoundError:
-            raise _format.not_found(self.path) from None
+        with _format.open_file(self.path) as f:
+            index = json.load(f)
         wm = index.get("weight_map") if isinstance(index, dict) else None
         if not isinstance(wm, dict):
             raise SafetensorError("%s: index has no \"weight_map\" object" %
@@ -135,15 +132,14 @@ class _Image:
         a sealed region (pinmem.torch refuses torch writes into them with
         ReadOnlyError). The first load decides."""
         if self.arrays is None:
+            # A device this user may not open: pinmem.PinPermissionError,
+            # as from every loader. libpin's failures to load are
+            # SafetensorPinError (both types; load_safetensors says).
+            dev = core.open()
             try:
-                dev = core.open()
-                try:
-                    ck = load_safetensors(self.path, dev=dev,
-                                          writable=writable)
-                finally:
-                    dev.close()
-            except core.PinError as e:
-                raise SafetensorError(e.strerror) from e
+                ck = load_safetensors(self.path, dev=dev, writable=writable)
+            finally:
+                dev.close()
             self.arrays = _RawBytes(ck)
             self.checkpoint = ck
         return self.arrays
@@ -319,6 +315,20 @@ def load_bytes(data, fw):
     data = memoryview(data).cast("B")
     meta, ents, start = _format.parse_bytes(data)
     size = data.nbytes - start
+    try:
+        raw = _copy_in(data, start, size, fw)
+    except core.PinError as e:
+        raise load_error(e) from None
+    out = {}
+    for name, dt, shape, b, e in ents:
+        out[name] = to_framework(raw[b:e], dt, shape, fw)
+    return out
+
+
+def _copy_in(data, start, size, fw):
+    """The data section copied into a new pinned region, and a view of
+    it: for torch writable (the region left open, the process's own),
+    else read-only (the region sealed)."""
     dev = core.open()
     try:
         r = dev.alloc(max(size, 1))
@@ -328,12 +338,9 @@ def load_bytes(data, fw):
         if size:
             with r.view(np.uint8, (size,), writable=True) as w:
                 w[:] = np.frombuffer(data, np.uint8, size, start)
-        # torch's tensors writable, over the process's own region left
-        # open (as _Image.load gives them); NumPy's read-only, sealed.
         if fw != "pt":
             r.seal()
         raw = r.view(np.uint8, (max(size, 1),), writable=fw == "pt")
-    out = {}
-    for name, dt, shape, b, e in ents:
-        out[name] = to_framework(raw[b:e], dt, shape, fw)
-    return out
+    if fw == "pt":          # torch's writable tensors: copied in a child
+        _forks.private_in_child(core._mapping_of(raw))
+    return raw

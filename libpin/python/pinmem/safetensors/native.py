@@ -9,11 +9,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import _lib, dtypes
+from .. import _forks, _lib, dtypes
 from .._lib import lib
-from ..core import (PinError, PinnedArray, Region, _ViewMapping, _check,
-                   _region_info)
+from ..core import (PinError, PinnedArray, PinPermissionError, Region,
+                   _ViewMapping, _check, _region_info)
 from ..core import open as _open
+from . import _format
 
 
 def _need(name):
@@ -163,8 +164,12 @@ def _file_mappings(ck, dev, path, files, writable, copy_on_write):
         rps.append(rp)
         infos.append(_region_info(rp, lambda rp=rp: lib.pin_region_error(rp)))
     if not _lib.has("pin_st_take_region"):
-        return ({rp: np.asarray(_load_view(rp, dev, writable, copy_on_write))
-                 for rp in rps}, infos, None)
+        maps = {rp: _load_view(rp, dev, writable, copy_on_write)
+                for rp in rps}
+        if writable:
+            for m in maps.values():
+                _forks.private_in_child(m)
+        return {rp: np.asarray(m) for rp, m in maps.items()}, infos, None
     if writable and dev.backend == "portable":
         # The load's own locked, writable mapping (PIN_ST_LOAD_OPEN).
         regions = [Region(lib.pin_st_take_region(ck.ptr, i), dev)
@@ -184,6 +189,8 @@ def _file_mappings(ck, dev, path, files, writable, copy_on_write):
     for m in maps.values():
         if not m.private:
             m.lock()
+        if writable:
+            _forks.private_in_child(m)
     return {rp: np.asarray(m) for rp, m in maps.items()}, infos, regions
 
 
@@ -220,78 +227,103 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     region (PIN_ST_LOAD_ALIGN: the tensors the file has elsewhere are
     moved inside the region before the seal; .stats["align_bytes"] and
     ["align_seconds"] say what that cost), as JAX needs to use them in
-    place; without it they lie as in the file."""
+    place; without it they lie as in the file.
+
+    Errors: a file that cannot be opened, as pinmem.safetensors' loaders
+    say it (FileNotFoundError in safetensors' words, PermissionError,
+    IsADirectoryError); a device this user may not open,
+    pinmem.PinPermissionError; libpin's failures to load (the header
+    refused, in libpin's words; RLIMIT_MEMLOCK; memory),
+    pinmem.safetensors.SafetensorPinError: a SafetensorError and a
+    PinError."""
     if any_node and node is None:
         raise ValueError("pinmem: any_node needs a node")
     _need("pin_st_load")
+    _format.open_file(path).close()
     own_dev = dev is None
     if own_dev:
         dev = _open()
     try:
-        if copy_on_write and writable:
-            raise ValueError("pinmem: writable=True and copy_on_write=True "
-                             "exclude each other")
-        if copy_on_write and not dev.copy_on_write_supported:
-            raise PinError(errno.EOPNOTSUPP, "load %s: copy-on-write views "
-                           "need the portable backend or a pinmem module "
-                           "of ABI 7 or later (this one maps views shared "
-                           "only)" % path)
-        opts = _opts(queue_depth, request_size, direct)
-        load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
-        if writable:
-            load.flags |= _lib.PIN_ST_LOAD_OPEN
-        if align:
-            load.flags |= _lib.PIN_ST_LOAD_ALIGN
-        if node is not None:
-            place = _lib.init(_lib.PinRegionOpts, node=node)
-            place.flags = _lib.PIN_REGION_NODE | \
-                (_lib.PIN_REGION_ANY_NODE if any_node else 0)
-            load.region = ctypes.pointer(place)
-        with _St() as ck:
-            ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
-                                  ctypes.byref(load))
-            _check(ret, ck.err, "load %s" % path)
-            stats = _stats(ck.ptr)
-            stats.update(_align_stats(ck.ptr))
-            files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
-                     for i in range(lib.pin_st_file_count(ck.ptr))]
-            by_region, infos, regions = _file_mappings(
-                ck, dev, path, files, writable, copy_on_write)
-            region_ids = [i.id for i in infos]
-            arrays, formats, places = {}, {}, {}
-            t = _lib.init(_lib.PinStTensor)
-            for i in range(lib.pin_st_count(ck.ptr)):
-                _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
-                       ck.err, "tensor %d" % i)
-                name = _lib.text(t.name)
-                fmt, dt = _tensor_dtype(t.dtype)
-                shape = tuple(t.shape[k] for k in range(t.ndim))
-                if lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize:
-                    shape = (t.nbytes,)     # F4, F6: packed, as bytes
-                n = math.prod(shape) * dt.itemsize
-                if n != t.nbytes:
-                    raise PinError(22, "load %s: tensor %s: %d bytes for "
-                                   "shape %s of %s" %
-                                   (path, name, t.nbytes, shape, fmt))
-                raw = by_region[t.region]
-                arrays[name] = np.ndarray.__new__(
-                    PinnedArray, shape, dtype=dt, buffer=raw,
-                    offset=t.region_offset)
-                formats[name] = fmt
-                places[name] = (raw, t.region_offset)
-            meta = {}
-            for i in range(lib.pin_st_metadata_count(ck.ptr)):
-                k, v = ctypes.c_char_p(), ctypes.c_char_p()
-                if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
-                                       ctypes.byref(v)) == 0:
-                    meta[_lib.text(k.value)] = _lib.text(v.value)
-        ck = Checkpoint(arrays, formats, meta, files, region_ids, stats,
-                        infos, regions)
-        ck._places = places
-        return ck
+        return _load(path, dev, queue_depth, request_size, direct, node,
+                     any_node, copy_on_write, writable, align)
+    except PinError as e:
+        raise load_error(e) from None
     finally:
         if own_dev:
             dev.close()
+
+
+def load_error(e):
+    """A PinError of a load as the loaders raise it: SafetensorPinError,
+    but a PinPermissionError (the device, the region) as it is."""
+    if isinstance(e, (_format.SafetensorPinError, PinPermissionError)):
+        return e
+    return _format.SafetensorPinError(e.errno, e.strerror)
+
+
+def _load(path, dev, queue_depth, request_size, direct, node, any_node,
+          copy_on_write, writable, align):
+    if copy_on_write and writable:
+        raise ValueError("pinmem: writable=True and copy_on_write=True "
+                         "exclude each other")
+    if copy_on_write and not dev.copy_on_write_supported:
+        raise PinError(errno.EOPNOTSUPP, "load %s: copy-on-write views "
+                       "need the portable backend or a pinmem module "
+                       "of ABI 7 or later (this one maps views shared "
+                       "only)" % path)
+    opts = _opts(queue_depth, request_size, direct)
+    load = _lib.init(_lib.PinStLoadOpts, io=ctypes.pointer(opts))
+    if writable:
+        load.flags |= _lib.PIN_ST_LOAD_OPEN
+    if align:
+        load.flags |= _lib.PIN_ST_LOAD_ALIGN
+    if node is not None:
+        place = _lib.init(_lib.PinRegionOpts, node=node)
+        place.flags = _lib.PIN_REGION_NODE | \
+            (_lib.PIN_REGION_ANY_NODE if any_node else 0)
+        load.region = ctypes.pointer(place)
+    with _St() as ck:
+        ret = lib.pin_st_load(ck.ptr, dev._ptr(), os.fsencode(path),
+                              ctypes.byref(load))
+        _check(ret, ck.err, "load %s" % path)
+        stats = _stats(ck.ptr)
+        stats.update(_align_stats(ck.ptr))
+        files = [os.fsdecode(lib.pin_st_file_path(ck.ptr, i))
+                 for i in range(lib.pin_st_file_count(ck.ptr))]
+        by_region, infos, regions = _file_mappings(
+            ck, dev, path, files, writable, copy_on_write)
+        region_ids = [i.id for i in infos]
+        arrays, formats, places = {}, {}, {}
+        t = _lib.init(_lib.PinStTensor)
+        for i in range(lib.pin_st_count(ck.ptr)):
+            _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
+                   ck.err, "tensor %d" % i)
+            name = _lib.text(t.name)
+            fmt, dt = _tensor_dtype(t.dtype)
+            shape = tuple(t.shape[k] for k in range(t.ndim))
+            if lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize:
+                shape = (t.nbytes,)     # F4, F6: packed, as bytes
+            n = math.prod(shape) * dt.itemsize
+            if n != t.nbytes:
+                raise PinError(22, "load %s: tensor %s: %d bytes for "
+                               "shape %s of %s" %
+                               (path, name, t.nbytes, shape, fmt))
+            raw = by_region[t.region]
+            arrays[name] = np.ndarray.__new__(
+                PinnedArray, shape, dtype=dt, buffer=raw,
+                offset=t.region_offset)
+            formats[name] = fmt
+            places[name] = (raw, t.region_offset)
+        meta = {}
+        for i in range(lib.pin_st_metadata_count(ck.ptr)):
+            k, v = ctypes.c_char_p(), ctypes.c_char_p()
+            if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
+                                   ctypes.byref(v)) == 0:
+                meta[_lib.text(k.value)] = _lib.text(v.value)
+    ck = Checkpoint(arrays, formats, meta, files, region_ids, stats,
+                    infos, regions)
+    ck._places = places
+    return ck
 
 
 def save_safetensors(path, arrays, metadata=None, queue_depth=None,

@@ -34,10 +34,10 @@ import mmap
 import os
 import socket
 import struct
-import warnings
 
 import numpy as np
 
+from .._errors import warn_caller
 from . import _format
 from ._format import SafetensorError
 
@@ -203,11 +203,8 @@ def request(filename, sock=None, timeout=None):
     see timeout_of), SafetensorError for the file's own failures."""
     path = socket_path(sock)
     timeout = timeout_of(timeout)
-    fd = os.open(os.fspath(filename), os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        entry, size, vlen, vfd, flags = _ask(path, fd, timeout)
-    finally:
-        os.close(fd)
+    with _format.open_file(filename) as f:
+        entry, size, vlen, vfd, flags = _ask(path, f.fileno(), timeout)
     try:
         image = _pinned_image(vfd, entry)
         if image is None:
@@ -256,8 +253,8 @@ def open_image(filename, sock=None, timeout=None):
     except Unavailable as e:
         if not _warned:
             _warned.append(True)
-            warnings.warn("pinmem: %s; loading privately (one copy per "
-                          "process)" % e, RuntimeWarning, stacklevel=4)
+            warn_caller("pinmem: %s; loading privately (one copy per "
+                          "process)" % e, RuntimeWarning)
         return None
 
 
@@ -285,7 +282,7 @@ def tensors(image, file_size=None, aligned=False):
 
 def shards(index_path):
     """The shard files a *.safetensors.index.json names, in order."""
-    with open(index_path, "rb") as f:
+    with _format.open_file(index_path) as f:
         index = json.load(f)
     wm = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(wm, dict):

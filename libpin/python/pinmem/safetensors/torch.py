@@ -22,8 +22,10 @@ pinmem.torch.is_pinned(t) answers from what libpin knows. A private load
 (the default) gives plain, writable tensors over the process's own
 region, left open: a write by any route (in-place ops, t[i] = x, copy_,
 out=, .numpy(), DLPack) goes into that pinned memory, which no other
-process maps, so the GPU copies what the CPU sees. shared=True gives
-read-only tensors (pinmem.torch.ReadOnlyTensor) whether pinmem-cached
+process maps, so the GPU copies what the CPU sees. A forked child
+never writes into them: its copy is copy-on-write (portable backend) or
+read-only (device backend; Documentation/python.md, *Private loads and
+fork*). shared=True gives read-only tensors (pinmem.torch.ReadOnlyTensor) whether pinmem-cached
 serves the file or the load falls back to a private one: torch writes
 and DLPack exports raise pinmem.ReadOnlyError and .numpy() is read-only;
 t.clone() gives a writable copy. Not covered: raw pointers and
