@@ -15,7 +15,7 @@ from concurrent import futures
 
 import grpc
 
-from . import api
+from . import api, sockdir
 from .kubelet import identity, register
 from .node import Node
 from .plugin import Plugin, options as plugin_options
@@ -42,7 +42,8 @@ def options(argv):
                     help="this plugin's socket, in the plugin folder")
     ap.add_argument("--socket-dir", default="/run/pinmem",
                     help="the folder of pinmem-cached's socket cache.sock, "
-                    "mounted read-only at the same path in containers")
+                    "mounted read-only at the same path in containers: "
+                    "pinmem's own, holding nothing else (sockdir.py)")
     ap.add_argument("--cdi", choices=("auto", "always", "never"),
                     default="auto", help="give containers the CDI device: "
                     "auto: when a CDI spec names its kind")
@@ -56,6 +57,8 @@ def options(argv):
         ap.error("--replicas must be 1 to 1024, not %d" % cfg.replicas)
     if cfg.interval <= 0 or "/" in cfg.endpoint:
         ap.error("--interval must be above 0, --endpoint a file name")
+    if sockdir.problem(cfg.socket_dir):
+        ap.error(sockdir.refusal(cfg.socket_dir))
     cfg.cdi_dirs = [d for d in cfg.cdi_dirs.split(":") if d]
     cfg.watch = cfg.watch or cfg.device
     return cfg
