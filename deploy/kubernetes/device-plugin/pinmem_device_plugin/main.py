@@ -18,9 +18,10 @@ import grpc
 from . import api, sockdir
 from .kubelet import identity, register
 from .node import Node
-from .plugin import Plugin, options as plugin_options
+from .plugin import MAX_WATCHES, Plugin, options as plugin_options
 
 log = logging.getLogger("pinmem-device-plugin")
+UNARY_WORKERS = 6
 
 
 def options(argv):
@@ -68,7 +69,10 @@ def start_server(cfg, node):
     sock = os.path.join(cfg.plugin_dir, cfg.endpoint)
     if os.path.lexists(sock):
         os.unlink(sock)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    # A ListAndWatch stream holds a worker while it lasts: the streams get
+    # at most MAX_WATCHES (plugin.py), the unary calls six of their own.
+    server = grpc.server(futures.ThreadPoolExecutor(
+        max_workers=MAX_WATCHES + UNARY_WORKERS))
     server.add_generic_rpc_handlers(
         (api.handler(api.DEVICE_PLUGIN, Plugin(node, cfg)),))
     server.add_insecure_port("unix:" + sock)
