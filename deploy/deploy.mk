@@ -16,7 +16,8 @@ install-dkms:
 		$(DESTDIR)/usr/lib/udev/rules.d $(DESTDIR)/usr/lib/modules-load.d \
 		$(DESTDIR)/etc/modprobe.d
 	install -m 0644 Kbuild VERSION $(DESTDIR)$(DKMS_SRC)/
-	install -m 0644 kmod/*.c kmod/*.h $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0644 $(filter-out kmod/testgate.c,$(wildcard kmod/*.c)) \
+		kmod/*.h $(DESTDIR)$(DKMS_SRC)/kmod/
 	install -m 0644 include/uapi/pinmem.h $(DESTDIR)$(DKMS_SRC)/include/uapi/
 	sed 's|@VERSION@|$(VERSION)|g' deploy/dkms.conf.in >$(DESTDIR)$(DKMS_SRC)/dkms.conf
 	install -m 0644 deploy/60-pinmem.rules $(DESTDIR)/usr/lib/udev/rules.d/

@@ -187,16 +187,19 @@ static void pinmem_holders_remember(struct pinmem_holders_walk *w,
 
 /*
  * Whether the caller may learn where the holder maps the region: its own
- * mappings, any with CAP_SYS_PTRACE (all_addr), and otherwise
- * /proc/PID/maps' rule (__ptrace_may_access with FSCREDS) applied to the
- * holder's thread group leader: the caller's fsuid and fsgid equal to
- * every uid and gid of the leader, and its mm dumpable. Modules cannot
- * call ptrace_may_access(), so the LSM's say is not asked: stated in
- * security.md. Another user's addresses would undo its ASLR. Under
- * rcu_read_lock().
+ * mappings, any with CAP_SYS_PTRACE in the initial user namespace
+ * (all_addr), none of a holder with no pid in the caller's pid namespace
+ * ns (another container's: the caller has no /proc/PID/maps to open for
+ * it), and otherwise /proc/PID/maps' rule (__ptrace_may_access with
+ * FSCREDS) applied to the holder's thread group leader: the caller's
+ * fsuid and fsgid equal to every uid and gid of the leader, and its mm
+ * dumpable. Modules cannot call ptrace_may_access(), so the LSM's say is
+ * not asked: stated in security.md. Another user's addresses would undo
+ * its ASLR. Under rcu_read_lock().
  */
 static bool pinmem_addr_visible(struct task_struct *leader,
-				struct mm_struct *mm, bool all_addr)
+				struct mm_struct *mm, bool all_addr,
+				struct pid_namespace *ns)
 {
 	const struct cred *cred = current_cred(), *tcred;
 	bool same;
@@ -204,7 +207,7 @@ static bool pinmem_addr_visible(struct task_struct *leader,
 	RCU_LOCKDEP_WARN(!rcu_read_lock_held(), "pinmem: task creds need RCU");
 	if (all_addr || mm == current->mm)
 		return true;
-	if (!leader)
+	if (!leader || !task_tgid_nr_ns(leader, ns))
 		return false;
 	tcred = __task_cred(leader);
 	same = uid_eq(cred->fsuid, tcred->euid) &&
@@ -224,8 +227,8 @@ static bool pinmem_addr_visible(struct task_struct *leader,
 
 /*
  * Name the holder of record h (taken into r), in the caller's pid
- * namespace (tgid 0 and an empty comm when it is not visible there),
- * and withhold its address unless the caller may see it. A record that
+ * namespace (tgid 0, an empty comm and no address when it is not visible
+ * there), and withhold its address unless the caller may see it. A record that
  * names no holder has one searched for by its mm, unless the last search
  * was for the same mm: consecutive records are mostly of one process.
  * No lock held.
@@ -254,7 +257,7 @@ static void pinmem_holder_name(struct pinmem_holders_walk *w,
 		if (h->tgid)
 			get_task_comm(h->comm, leader);
 	}
-	visible = pinmem_addr_visible(leader, r->mm, w->all_addr);
+	visible = pinmem_addr_visible(leader, r->mm, w->all_addr, ns);
 	rcu_read_unlock();
 	if (searched)
 		pinmem_holders_remember(w, r->mm, found);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pinmem: test gates, built only into the test builds (PINMEM_TEST_GATES=y,
- * which kmod/kmod.mk sets; DKMS and the packages build without it, and
- * pinmem.h then makes every gate an empty inline).
+ * pinmem: test gates, built only into the test builds (PINMEM_TEST_GATES=y
+ * on make's command line, as kmod/kmod.mk gives it; DKMS and the packages
+ * build without it, and pinmem.h then makes every gate an empty inline).
+ * Such a module says what it is: modinfo's "test: Y", which taints the
+ * kernel with TAINT_TEST when it loads (6.0 and later), and a warning at
+ * load.
  *
  * A gate is a named point in the module (enum pinmem_gate_point) where one
  * thread, chosen by the test, stops until the test lets it go: the test
@@ -18,6 +21,7 @@
  */
 #include <linux/debugfs.h>
 #include <linux/jiffies.h>
+#include <linux/module.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
@@ -170,8 +174,11 @@ static const struct file_operations pinmem_gates_fops = {
 
 void pinmem_gates_init(struct dentry *dir)
 {
+	pr_warn("pinmem: a test build, with test gates (debugfs pinmem/gates): not for production use\n");
 	debugfs_create_file("gates", 0600, dir, NULL, &pinmem_gates_fops);
 }
+
+MODULE_INFO(test, "Y");
 
 /* At module exit, after debugfs is gone: nothing can be stopped now. */
 void pinmem_gates_exit(void)

@@ -48,10 +48,12 @@
 #include <pin.h>
 
 #include <grp.h>
+#include <pwd.h>
 
 #include "lib/args.h"
 #include "lib/cdi.h"
 #include "lib/json.h"
+#include "lib/sockdir.h"
 
 #define EXIT_FAILED	TOOLS_EXIT_FAILED
 #define EXIT_USAGE	ARGS_EXIT_USAGE
@@ -79,7 +81,9 @@ static const char usage_text[] =
 "      --cdi-version V      0.5.0 (default: every CDI runtime, Debian 12's\n"
 "                           podman 4.3 too) or 0.7.0 (adds the group to the\n"
 "                           container's process: additionalGids)\n"
-"      --socket PATH        the cache socket in the spec (default as for cache)\n"
+"      --socket PATH        the cache socket in the spec (default as for cache;\n"
+"                           needed with --output): its directory must be\n"
+"                           pinmem's own, as " SOCKDIR_DEFAULT ", holding only it\n"
 "                      (exit 1 without group pinmem or when FILE is not written)\n"
 "\n"
 "options:\n"
@@ -545,8 +549,9 @@ static int cmd_cache(int json, const char *sock)
  */
 static int cmd_cdi(int argc, char **argv, const char *sock)
 {
-	const char *out = "-";
-	struct cdi_opts o = { .socket = pin_cache_socket(sock) };
+	const char *out = "-", *why;
+	struct cdi_opts o = { 0 };
+	struct passwd *pw;
 	struct group *g;
 	int i;
 
@@ -572,14 +577,24 @@ static int cmd_cdi(int argc, char **argv, const char *sock)
 		if (!strcmp(opt, "--output")) {
 			out = val;
 		} else if (!strcmp(opt, "--socket")) {
-			o.socket = val;
+			sock = val;
 		} else if (cdi_parse_version(val, &o.version)) {
 			fprintf(stderr, "pinctl: cdi generate: --cdi-version: \"%s\" is not 0.5.0 or 0.7.0\n", val);
 			return EXIT_USAGE;
 		}
 	}
-	if (!cdi_socket_ok(o.socket)) {
-		fprintf(stderr, "pinctl: cdi generate: socket \"%s\": not an absolute path below a directory\n", o.socket);
+	if (strcmp(out, "-") && !sock) {
+		fputs("pinctl: cdi generate: --output needs --socket PATH, the socket containers will use (e.g. --socket " PIN_CACHE_SOCKET ")\n", stderr);
+		return EXIT_USAGE;
+	}
+	o.socket = pin_cache_socket(sock);
+	pw = getpwnam("pinmem-cached");
+	o.service_uid = pw ? pw->pw_uid : (uid_t)-1;
+	why = sockdir_problem(o.socket, o.service_uid);
+	if (why) {
+		fputs("pinctl: cdi generate: socket ", stderr);
+		json_str(stderr, o.socket);
+		fprintf(stderr, ": %s; containers get its directory bound whole, so use a directory of pinmem's own, as the default " SOCKDIR_DEFAULT " (--socket " PIN_CACHE_SOCKET ")\n", why);
 		return EXIT_USAGE;
 	}
 	g = getgrnam("pinmem");

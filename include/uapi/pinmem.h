@@ -218,10 +218,11 @@ struct pinmem_holder {
  * removed meanwhile may or may not be (count counts what is there). A
  * holder outside the caller's pid namespace has tgid 0 and an empty comm.
  * The start address of a mapping in another process is shown under
- * /proc/PID/maps' rule: to CAP_SYS_PTRACE, or when the caller's fsuid and
- * fsgid equal every uid and gid of the holder and the holder is dumpable;
- * to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set; length, offset,
- * prot and the rest are shown to all.
+ * /proc/PID/maps' rule: to CAP_SYS_PTRACE in the initial user namespace,
+ * or when the holder has a pid in the caller's pid namespace, the caller's
+ * fsuid and fsgid equal every uid and gid of the holder and the holder is
+ * dumpable; to others it is 0 with PINMEM_HOLDER_ADDR_HIDDEN set; length,
+ * offset, prot and the rest are shown to all.
  *
  * record_size (ABI 6; LIST and REFS alike): the size of the caller's
  * records, which are written record_size bytes apart, each with the bytes

@@ -80,7 +80,7 @@ int pin_holder_format(const struct pin_holder *h, char *buf, size_t len)
 	if (h->start)
 		snprintf(where, sizeof(where), "0x%" PRIx64 "-0x%" PRIx64,
 			 h->start, h->start + h->length);
-	else	/* withheld by the kernel: another user's process */
+	else	/* withheld by the kernel: another user's or container's */
 		snprintf(where, sizeof(where),
 			 "(address withheld, 0x%" PRIx64 " bytes)", h->length);
 	n = snprintf(buf, len, "pid %d (%s) %s %s %c%c%c at +0x%" PRIx64,

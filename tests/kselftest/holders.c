@@ -8,6 +8,7 @@
  * counting.c's; these tests were part of it and keep its fixture's name,
  * so that they are still counting.* in the TAP.
  */
+#include <linux/capability.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -127,9 +128,26 @@ TEST_F(counting, holder_is_the_process_not_the_thread)
 	close(rfd);
 }
 
+/* Drop CAP_SYS_PTRACE from this process's effective and permitted sets. */
+static int pm_drop_ptrace(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[0].effective &= ~(1U << CAP_SYS_PTRACE);
+	data[0].permitted &= ~(1U << CAP_SYS_PTRACE);
+	return syscall(SYS_capset, &hdr, data) ? -1 : 0;
+}
+
 /*
  * HOLDERS from inside a new pid namespace, where the mapping process is
- * not visible: its tgid is 0 and its name is not given away either.
+ * not visible: its tgid is 0 and its name is not given away either, nor
+ * its address, although the caller is the same user (another container
+ * of one uid). CAP_SYS_PTRACE (the host's root) still sees the address.
  */
 TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
 {
@@ -138,7 +156,7 @@ TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
 	struct {
 		uint32_t count;
 		struct pinmem_holder h;
-	} out;
+	} out, capped;
 	int fds[2];
 	pid_t pid;
 
@@ -166,16 +184,31 @@ TEST_F(counting, holder_outside_pid_namespace_is_anonymous)
 			out.count = q.count;
 			if (write(fds[1], &out, sizeof(out)) != sizeof(out))
 				_exit(13);
+			if (pm_drop_ptrace())
+				_exit(14);
+			memset(&out, 0xa5, sizeof(out));
+			if (ioctl(rfd, PINMEM_IOC_HOLDERS, &q))
+				_exit(15);
+			out.count = q.count;
+			if (write(fds[1], &out, sizeof(out)) != sizeof(out))
+				_exit(16);
 			_exit(0);
 		}
 		_exit(pm_wait(inner));
 	}
 	close(fds[1]);
 	ASSERT_EQ(0, pm_wait(pid)) TH_LOG("child in the new pid namespace");
+	ASSERT_EQ(sizeof(capped), read(fds[0], &capped, sizeof(capped)));
 	ASSERT_EQ(sizeof(out), read(fds[0], &out, sizeof(out)));
 	close(fds[0]);
+	ASSERT_EQ(1, capped.count);
+	EXPECT_EQ((uintptr_t)p, capped.h.start) TH_LOG("with CAP_SYS_PTRACE");
+	EXPECT_EQ(0, capped.h.flags & PINMEM_HOLDER_ADDR_HIDDEN);
+	EXPECT_EQ(0, capped.h.tgid);
 	ASSERT_EQ(1, out.count);
-	EXPECT_EQ((uintptr_t)p, out.h.start);
+	EXPECT_EQ(0, out.h.start) TH_LOG("same user, no CAP_SYS_PTRACE");
+	EXPECT_NE(0, out.h.flags & PINMEM_HOLDER_ADDR_HIDDEN);
+	EXPECT_EQ(2 * MiB, out.h.length);
 	EXPECT_EQ(0, out.h.tgid) TH_LOG("tgid of a process not in the namespace");
 	for (size_t i = 0; i < sizeof(out.h.comm); i++) {
 		EXPECT_EQ(0, out.h.comm[i]) TH_LOG("comm byte %zu", i);

@@ -6,7 +6,9 @@
  * the module is reloaded and its dynamic minor changes. The socket's
  * directory is bound, not the socket: a restart of the service's socket
  * unit makes a new socket there, which a container started earlier then
- * sees. Read-only is enough, connect() on a socket needs no writable mount.
+ * sees. Read-only is enough, connect() on a socket needs no writable mount;
+ * and so the directory must be pinmem's own (sockdir.c), or containers
+ * could connect to whatever else is in it. Paths go into the JSON escaped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +17,8 @@
 #include <unistd.h>
 
 #include "cdi.h"
+#include "json.h"
+#include "sockdir.h"
 
 int cdi_parse_version(const char *text, enum cdi_version *v)
 {
@@ -27,33 +31,19 @@ int cdi_parse_version(const char *text, enum cdi_version *v)
 	return 0;
 }
 
-/* A path printed between quotes as it is: nothing JSON escapes. */
-static int plain_path(const char *s)
-{
-	if (s[0] != '/')
-		return 0;
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == '"' || *s == '\\' ||
-		    *s == 0x7f)
-			return 0;
-	return 1;
-}
-
-int cdi_socket_ok(const char *socket)
-{
-	const char *slash = strrchr(socket, '/');
-
-	return plain_path(socket) && slash != socket && slash[1];
-}
-
 int cdi_write(FILE *f, const struct cdi_opts *o)
 {
 	const char *slash = strrchr(o->socket, '/');
-	int dirlen = slash ? (int)(slash - o->socket) : 0;
 	unsigned int gid = (unsigned int)o->gid;
+	char *dir, *env;
 
-	if (!cdi_socket_ok(o->socket))
+	if (sockdir_problem(o->socket, o->service_uid))
 		return -EINVAL;
+	dir = strndup(o->socket, (size_t)(slash - o->socket));
+	if (!dir || asprintf(&env, "PIN_CACHE_SOCKET=%s", o->socket) < 0) {
+		free(dir);
+		return -ENOMEM;
+	}
 	fprintf(f, "{\n  \"cdiVersion\": \"%s\",\n  \"kind\": \"%s\",\n",
 		o->version == CDI_V070 ? "0.7.0" : "0.5.0", CDI_KIND);
 	fprintf(f, "  \"devices\": [\n    {\n      \"name\": \"%s\",\n"
@@ -62,11 +52,17 @@ int cdi_write(FILE *f, const struct cdi_opts *o)
 		"\"type\": \"c\", \"permissions\": \"rw\", \"fileMode\": %d, "
 		"\"uid\": 0, \"gid\": %u}\n        ],\n", CDI_DEVICE_NODE,
 		0660, gid);
-	fprintf(f, "        \"mounts\": [\n          {\"hostPath\": \"%.*s\", "
-		"\"containerPath\": \"%.*s\", \"type\": \"bind\", \"options\": "
-		"[\"bind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\"]}\n"
-		"        ],\n", dirlen, o->socket, dirlen, o->socket);
-	fprintf(f, "        \"env\": [\"PIN_CACHE_SOCKET=%s\"]", o->socket);
+	fputs("        \"mounts\": [\n          {\"hostPath\": ", f);
+	json_str(f, dir);
+	fputs(", \"containerPath\": ", f);
+	json_str(f, dir);
+	fputs(", \"type\": \"bind\", \"options\": [\"bind\", \"ro\", "
+	      "\"nosuid\", \"nodev\", \"noexec\"]}\n        ],\n", f);
+	fputs("        \"env\": [", f);
+	json_str(f, env);
+	fputs("]", f);
+	free(dir);
+	free(env);
 	if (o->version == CDI_V070)
 		fprintf(f, ",\n        \"additionalGids\": [%u]", gid);
 	fputs("\n      }\n    }\n  ]\n}\n", f);

@@ -4,7 +4,8 @@
  * service's socket (cdi.c), as `pinctl cdi generate` writes it: the device
  * pinmem.dev/memory=all, whose container edits add the device node (owner
  * root, group pinmem, 0660, as udev makes it on the host), the socket's
- * directory as a read-only bind mount, and PIN_CACHE_SOCKET.
+ * directory (pinmem's own: sockdir.h) as a read-only bind mount, and
+ * PIN_CACHE_SOCKET.
  */
 #ifndef PINMEM_TOOLS_CDI_H
 #define PINMEM_TOOLS_CDI_H
@@ -29,17 +30,14 @@ struct cdi_opts {
 	enum cdi_version version;
 	gid_t gid;		/* of group pinmem */
 	const char *socket;	/* the cache socket, same path in the container */
+	uid_t service_uid;	/* pinmem-cached's, who may own its directory */
 };
 
 /* "0.5.0" or "0.7.0" -> *v: 0, or -1 for any other text. */
 int cdi_parse_version(const char *text, enum cdi_version *v);
 
-/* Whether a socket path can go into a spec: absolute, not in "/", nothing
- * JSON would have to escape. */
-int cdi_socket_ok(const char *socket);
-
 /* The spec as JSON (which is also YAML) on f: 0, or -EINVAL for a socket
- * path with no directory or with a byte JSON would have to escape. */
+ * whose directory may not be bound into containers (sockdir_problem). */
 int cdi_write(FILE *f, const struct cdi_opts *o);
 
 /*

@@ -6,7 +6,9 @@
   connecting to a Unix socket needs write permission on the socket, which
   a read-only mount does not take away (EROFS is only for files, folders
   and links), while a pod can neither remove the service's socket nor put
-  one of its own in its place for other pods to talk to,
+  one of its own in its place for other pods to talk to; and so the folder
+  must be pinmem's own (sockdir.py, checked at start), or pods could
+  connect to whatever else is in it,
 - PIN_CACHE_SOCKET naming the socket in it,
 - the CDI device name (e.g. pinmem.dev/memory=all) for runtimes with CDI
   enabled, whose spec makes the same edits: "always", "never", or "auto":

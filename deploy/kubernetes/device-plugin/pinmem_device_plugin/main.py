@@ -15,12 +15,13 @@ from concurrent import futures
 
 import grpc
 
-from . import api
+from . import api, sockdir
 from .kubelet import identity, register
 from .node import Node
-from .plugin import Plugin, options as plugin_options
+from .plugin import MAX_WATCHES, Plugin, options as plugin_options
 
 log = logging.getLogger("pinmem-device-plugin")
+UNARY_WORKERS = 6
 
 
 def options(argv):
@@ -42,7 +43,8 @@ def options(argv):
                     help="this plugin's socket, in the plugin folder")
     ap.add_argument("--socket-dir", default="/run/pinmem",
                     help="the folder of pinmem-cached's socket cache.sock, "
-                    "mounted read-only at the same path in containers")
+                    "mounted read-only at the same path in containers: "
+                    "pinmem's own, holding nothing else (sockdir.py)")
     ap.add_argument("--cdi", choices=("auto", "always", "never"),
                     default="auto", help="give containers the CDI device: "
                     "auto: when a CDI spec names its kind")
@@ -56,6 +58,8 @@ def options(argv):
         ap.error("--replicas must be 1 to 1024, not %d" % cfg.replicas)
     if cfg.interval <= 0 or "/" in cfg.endpoint:
         ap.error("--interval must be above 0, --endpoint a file name")
+    if sockdir.problem(cfg.socket_dir):
+        ap.error(sockdir.refusal(cfg.socket_dir))
     cfg.cdi_dirs = [d for d in cfg.cdi_dirs.split(":") if d]
     cfg.watch = cfg.watch or cfg.device
     return cfg
@@ -65,7 +69,10 @@ def start_server(cfg, node):
     sock = os.path.join(cfg.plugin_dir, cfg.endpoint)
     if os.path.lexists(sock):
         os.unlink(sock)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    # A ListAndWatch stream holds a worker while it lasts: the streams get
+    # at most MAX_WATCHES (plugin.py), the unary calls six of their own.
+    server = grpc.server(futures.ThreadPoolExecutor(
+        max_workers=MAX_WATCHES + UNARY_WORKERS))
     server.add_generic_rpc_handlers(
         (api.handler(api.DEVICE_PLUGIN, Plugin(node, cfg)),))
     server.add_insecure_port("unix:" + sock)

@@ -4,7 +4,11 @@
 - GetDevicePluginOptions: PreStartContainer wanted, no preferred allocation
   (the devices are interchangeable shares of one node);
 - ListAndWatch: the devices (node.py) now, then at every change, until the
-  kubelet hangs up or the server stops;
+  kubelet hangs up or the server stops; at most MAX_WATCHES at a time, more
+  refused with RESOURCE_EXHAUSTED, as each holds one of the server's
+  workers for as long as it lasts (the kubelet keeps one; a second covers
+  a stream it opens anew before the old one is seen gone), so that streams
+  cannot take the workers Allocate and PreStartContainer need (main.py);
 - Allocate: per container (allocate.py), after checking that every id asked
   for is one of ours (INVALID_ARGUMENT) and that the device node is there
   (FAILED_PRECONDITION);
@@ -13,6 +17,7 @@
   without it.
 """
 import logging
+import threading
 
 import grpc
 
@@ -20,6 +25,9 @@ from . import api_pb2 as pb
 from .allocate import container_response
 
 log = logging.getLogger("pinmem-device-plugin")
+
+
+MAX_WATCHES = 2
 
 
 def options():
@@ -31,11 +39,24 @@ class Plugin:
     def __init__(self, node, cfg):
         self.node = node
         self.cfg = cfg
+        self.watches = threading.BoundedSemaphore(MAX_WATCHES)
 
     def GetDevicePluginOptions(self, request, context):
         return options()
 
     def ListAndWatch(self, request, context):
+        if not self.watches.acquire(blocking=False):
+            log.warning("ListAndWatch refused: %d streams open already",
+                        MAX_WATCHES)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          "%d ListAndWatch streams are open already, the "
+                          "most this plugin serves" % MAX_WATCHES)
+        try:
+            yield from self._watch(context)
+        finally:
+            self.watches.release()
+
+    def _watch(self, context):
         context.add_callback(self.node.wake)
         sent = None
         while context.is_active():
