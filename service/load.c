@@ -108,6 +108,26 @@ static int load_whole_file(struct entry *e, unsigned flags)
 	return ret == -ENOSPC ? ESTALE : -ret;
 }
 
+/*
+ * A file keyed by its bytes: the image read must have the digest the
+ * request was keyed with, so that every client is served exactly the
+ * bytes its own fd gave.
+ */
+static int check_digest(struct entry *e, uint64_t size)
+{
+	uint8_t sha[32];
+	void *p;
+	int ret = pin_region_map(e->region, &p);
+
+	if (ret)
+		return fail(e, -ret, "map: %s", pin_region_error(e->region));
+	key_digest(p, size, sha);
+	if (memcmp(sha, e->key.sha, sizeof(sha)))
+		return fail(e, ESTALE, "%.200s: the file's bytes changed between the request and the load",
+			    e->name);
+	return 0;
+}
+
 /* The file must be the one asked about: before the load, and after. */
 static int check_unchanged(struct entry *e, const char *when)
 {
@@ -115,6 +135,11 @@ static int check_unchanged(struct entry *e, const char *when)
 
 	if (key_of_fd(e->file_fd, &now, e->errtext, sizeof(e->errtext)))
 		return EIO;
+	if (e->key.by_content) {
+		/* Its stat says nothing; its size must still fit the charge. */
+		now.hashed = 1;
+		memcpy(now.sha, e->key.sha, sizeof(now.sha));
+	}
 	if (!key_equal(&now, &e->key)) {
 		snprintf(e->errtext, sizeof(e->errtext), "%.200s: the file changed %s",
 			 e->name, when);
@@ -166,9 +191,12 @@ static int fill_and_seal(struct entry *e, uint64_t size)
 {
 	/*
 	 * Every tensor on 64 bytes (JAX takes such memory in place), where
-	 * the padding fits the region; else the file's own layout.
+	 * the padding fits the region; else the file's own layout. A file
+	 * keyed by its bytes is read as it is through the client's fd (as
+	 * for EACCES), and its digest checked.
 	 */
-	int ret = load_whole_file(e, PIN_ST_LOAD_ALIGN);
+	int ret = e->key.by_content ? EACCES :
+		  load_whole_file(e, PIN_ST_LOAD_ALIGN);
 
 	if (ret == ESTALE) {
 		e->errtext[0] = 0;
@@ -176,6 +204,8 @@ static int fill_and_seal(struct entry *e, uint64_t size)
 	}
 	if (ret == EACCES) {
 		ret = read_from_fd(e, size);
+		if (!ret && e->key.by_content)
+			ret = check_digest(e, size);
 		if (!ret)
 			ret = check_image(e, size);
 	}

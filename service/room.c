@@ -115,22 +115,54 @@ static void room_wait(struct loop *l, struct conn *c, const struct event *ev)
 	try_room(l, c);
 }
 
-/* The member's thread keyed a LOAD's fd. */
+/*
+ * A file keyed by its bytes: read and hashed in a thread, which counts as
+ * one of its user's loads in flight, under the load's deadline; the
+ * connection stays CONN_KEYING until the digest comes back as keyed.
+ */
+static void read_for_digest(struct loop *l, struct conn *c, struct event *ev)
+{
+	char why[128];
+
+	if (c->member->loads >= l->o->member.max_loads) {
+		member_drop_fd(c->member, ev->fd);
+		snprintf(why, sizeof(why), "busy: your user has %u loads in flight, the most one user may have",
+			 c->member->loads);
+		conn_error(l, c, EAGAIN, why);
+		return;
+	}
+	if (digest_start(&l->s->ev, ev, c->member)) {
+		member_drop_fd(c->member, ev->fd);
+		conn_error(l, c, EAGAIN, "cannot start a thread to read the file");
+		return;
+	}
+	c->member->loads++;
+	c->deadline_ns = after_ms((uint64_t)l->o->load_timeout_ms);
+}
+
+/* The member's thread (or a digest's) keyed a LOAD's fd. */
 void keyed(struct loop *l, struct event *ev)
 {
 	struct conn *c = conn_by_id(l, ev->conn_id);
-	struct member *m;
+	struct member *m = NULL;
 	struct entry *e;
 
+	if (ev->digested || !c || c->state != CONN_KEYING)
+		m = member_get(&l->members, ev->uid, &l->s->ev);
+	if (ev->digested && m)
+		m->loads--;
 	if (!c || c->state != CONN_KEYING) {
 		/* The asker is gone; out of memory, its fd stays open. */
-		m = member_get(&l->members, ev->uid, &l->s->ev);
 		if (m)
 			member_drop_fd(m, ev->fd);
 		return;
 	}
 	if (ev->err) {
 		conn_error(l, c, ev->err, ev->why);
+		return;
+	}
+	if (ev->key.by_content && !ev->key.hashed) {
+		read_for_digest(l, c, ev);
 		return;
 	}
 	e = store_find(l->s, &ev->key);

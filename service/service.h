@@ -23,7 +23,11 @@
 
 #include <pin.h>
 
-/* A file's identity: what fstat, statx and statfs say, never its path. */
+/*
+ * A file's identity: what fstat, statx and statfs say, never its path; or,
+ * for a file whose stat the kernel cannot vouch for (FUSE, network file
+ * systems), its size and the SHA-256 of its bytes (by_content).
+ */
 struct cache_key {
 	dev_t dev;
 	ino_t ino;
@@ -32,6 +36,9 @@ struct cache_key {
 	struct timespec ctime;
 	struct timespec btime;		/* 0 where the file system has none */
 	uint64_t fsid;			/* statfs f_fsid: which file system */
+	int by_content;			/* keyed by size and sha alone */
+	int hashed;			/* by_content: sha is the bytes' digest */
+	uint8_t sha[32];
 };
 
 enum entry_state { ENTRY_LOADING, ENTRY_READY, ENTRY_EVICTING };
@@ -100,6 +107,7 @@ struct event {
 	int err;			/* positive errno, or 0 */
 	int fd;				/* KEYED: the client's fd, or -1 */
 	struct cache_key key;		/* KEYED */
+	int digested;			/* KEYED: by a digest's thread */
 	char name[NAME_LEN];		/* KEYED */
 	char why[256];			/* KEYED, EVICTED: when err */
 	uint64_t donate_ns, release_ns;	/* EVICTED */
@@ -166,6 +174,8 @@ int thread_detached(void *(*fn)(void *), void *arg);
 /* key.c */
 int key_of_fd(int fd, struct cache_key *k, char *why, size_t len);
 int key_equal(const struct cache_key *a, const struct cache_key *b);
+int key_hash_fd(int fd, struct cache_key *k, char *why, size_t len);
+void key_digest(const void *p, size_t n, uint8_t out[32]);
 
 /* member.c */
 struct member *member_get(struct member **list, uid_t uid,
@@ -204,6 +214,10 @@ void room_refusal(struct store *s, const struct room *r,
 
 /* load.c */
 int load_start(struct store *s, struct entry *e);
+
+/* digest.c */
+int digest_start(struct events *ev, const struct event *kev,
+		 struct member *m);
 
 /* list.c */
 int list_start(struct store *s, uint64_t conn_id, uid_t caller);

@@ -36,7 +36,15 @@
  *             "offset": N, "prot": "rw-", "maywrite": bool}, ...],
  *             "refs": [{"offset": N, "length": N, "refs": N, "pinned": N,
  *             "expected": N}, ...]}
- *   cache:   {"socket": "...", "table": "..."} (the service's own text)
+ *   cache:   {"socket": "...", "backend": "...", "entry_count": N,
+ *             "used": "...", "used_bytes": N, "budget": "...",
+ *             "budget_bytes": N, "loads": N, "evictions": {"count": N, ...},
+ *             "entries": [{"id": N, "size": "...", "size_bytes": N,
+ *             "age_s": F, "idle_s": F, "state": "...", "file": "..."|null,
+ *             "clients": [{"pid": N, "comm": "..."}]|null,
+ *             "clients_of_other_users": N, "evictable": bool,
+ *             "evict": "..."}, ...], "table": "..."} (read from the
+ *             service's text, which "table" holds as it came)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,6 +60,7 @@
 
 #include "lib/args.h"
 #include "lib/cdi.h"
+#include "lib/cachelist.h"
 #include "lib/json.h"
 #include "lib/sockdir.h"
 
@@ -104,7 +113,14 @@ static const char usage_text[] =
 "            prot, maywrite}], refs: [{offset, length, refs, pinned,\n"
 "            expected}]}\n"
 "  nodes:   {region, nodes: {\"NODE\": bytes}} (nodes holding none left out)\n"
-"  cache:   {socket, table} (table: the service's text, as without --json)\n"
+"  cache:   {socket, backend, entry_count, used, used_bytes, budget,\n"
+"            budget_bytes, loads, evictions: {count, last, last_bytes,\n"
+"            last_donate_ms, last_release_ms, slowest_ms}, entries: [{id, size,\n"
+"            size_bytes, age_s, idle_s, state, file, clients: [{pid, comm}],\n"
+"            clients_of_other_users, waiting, evictable, evict,\n"
+"            last_refused_eviction}], table} (read from the service's text,\n"
+"            which table holds as it came; sizes to its one decimal; file\n"
+"            null where another user's; clients null where not known)\n"
 "  (sizes, addresses and counts are integers; start/end are null where the\n"
 "   kernel withholds another user's addresses; state is open|sealed|donated;\n"
 "   kind is owner|view; prot is like \"rw-\")\n"
@@ -533,6 +549,7 @@ static int cmd_cache(int json, const char *sock)
 	if (json) {
 		fputs("{\"socket\": ", stdout);
 		json_str(stdout, name);
+		cache_list_json(stdout, buf);
 		fputs(", \"table\": ", stdout);
 		json_str(stdout, buf);
 		fputs("}\n", stdout);

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """A socket that looks like pinmem-cached to a client and is not one, for
 the tests of the clients' deadlines (tests/cache/client-deadlines,
-tests/python/test_cache_deadlines.py).
+tests/python/test_cache_deadlines.py) and of what pinctl reads from a LIST
+(tests/host.d/20-libpin-pinctl).
 
-  fakeservice.py SOCK MODE [--interval MS] [--for S]
+  fakeservice.py SOCK MODE [--interval MS] [--for S] [--table FILE]
 
   silent     accepts every connection, reads its request, never answers
   heartbeat  answers a LOAD that asks for heartbeats with WAIT every
@@ -15,6 +16,7 @@ tests/python/test_cache_deadlines.py).
   old        a service from before the heartbeat: ERROR EPROTO "load
              request: unknown flags" for a flagged LOAD, ERROR ENOSPC for
              one without flags, saying how many flagged ones it refused
+  list       answers a LIST with the text of --table FILE
 
 Prints "ready" once a client may come; runs until killed. The packets
 are Documentation/cache.md's: a 16-byte header (magic "PMCS", version 1,
@@ -27,7 +29,7 @@ import threading
 import time
 
 MAGIC = 0x53434D50
-REQ_LOAD, REP_WAIT, REP_ERROR = 1, 0x83, 0xFF
+REQ_LOAD, REQ_LIST, REP_LIST, REP_WAIT, REP_ERROR = 1, 2, 0x82, 0x83, 0xFF
 HEARTBEAT = 1
 EPROTO, ENOSPC = 71, 28
 HDR = struct.Struct("=IHHII")
@@ -58,6 +60,11 @@ def serve(conn, args, held):
 def answer(conn, args, held):
     data, _anc, _, _ = conn.recvmsg(256, socket.CMSG_SPACE(64))
     flags = request_flags(data)
+    if args.mode == "list" and HDR.unpack_from(data)[2] == REQ_LIST:
+        with open(args.table, "rb") as f:
+            conn.send(packet(REP_LIST, f.read()))
+        conn.close()
+        return
     if args.mode == "silent" or flags is None:
         held.append(conn)               # open, and never a word
         return
@@ -95,9 +102,11 @@ def fill(path, held):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sock")
-    ap.add_argument("mode", choices=["silent", "heartbeat", "full", "old"])
+    ap.add_argument("mode", choices=["silent", "heartbeat", "full", "old",
+                                     "list"])
     ap.add_argument("--interval", type=int, default=200)
     ap.add_argument("--for", dest="for_s", type=float, default=3.0)
+    ap.add_argument("--table")
     args = ap.parse_args()
     args.refused = 0
     held = []

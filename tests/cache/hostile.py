@@ -9,6 +9,11 @@ checkpoint, an fd whose close (or fstat) blocks for as long as it likes.
     hostile.py fuse MNT FILE_BYTES SERVICE_PID
         serve MNT/ck.safetensors over FUSE (root), never answering a FLUSH
         from a thread of SERVICE_PID, until SIGTERM
+    hostile.py serve MNT SRC
+        serve MNT/ck.safetensors over FUSE (root, allow_other): SRC's bytes
+        as they are at each read, under one stat that never changes (inode,
+        size, times), until SIGTERM: a file that can change its bytes
+        behind the same identity
     hostile.py cuse NAME SERVICE_PID
         a character device /dev/NAME over CUSE whose RELEASE is never
         answered (a device slow to close), until SIGTERM
@@ -243,6 +248,41 @@ def fuse_server(mnt, size, service_pid):
     serve(dev, answer)
 
 
+FIXED_TIME = 1700000000
+
+
+def fixed_attr(ino, mode, size):
+    return ATTR.pack(ino, size, (size + 511) // 512, FIXED_TIME, FIXED_TIME,
+                     FIXED_TIME, 0, 0, 0, mode, 1, 0, 0, 0, 4096, 0)
+
+
+def same_stat_server(mnt, src):
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    size = os.path.getsize(src)
+    dev = os.open("/dev/fuse", os.O_RDWR)
+    opts = "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other" % dev
+    if libc.mount(b"samestat", mnt.encode(), b"fuse", 6, opts.encode()):
+        sys.exit("mount: %s" % os.strerror(ctypes.get_errno()))
+    stop_on_term(lambda: (libc.umount2(mnt.encode(), 2), os.close(dev)))
+    print("serving", flush=True)
+
+    def answer(op, nodeid, body, _pid):
+        if op == OP["LOOKUP"] and body.rstrip(b"\0") == b"ck.safetensors":
+            return struct.pack("=QQQQII", 2, 0, 1, 1, 0, 0) + fixed_attr(
+                2, 0o100644, size)
+        if op == OP["GETATTR"]:
+            a = fixed_attr(1, 0o40755, 0) if nodeid == 1 else fixed_attr(
+                2, 0o100644, size)
+            return struct.pack("=QII", 1, 0, 0) + a
+        if op == OP["READ"]:
+            _fh, off, n = struct.unpack_from("=QQI", body)
+            with open(src, "rb") as f:
+                f.seek(off)
+                return f.read(min(n, max(size - off, 0)))
+        return fuse_answer(dev, op, nodeid, body, b"")
+    serve(dev, answer)
+
+
 def cuse_server(name, _service_pid):
     dev = os.open("/dev/cuse", os.O_RDWR)
     stop_on_term(lambda: os.close(dev))
@@ -266,6 +306,8 @@ def main():
     mode = sys.argv[1]
     if mode == "fuse":
         fuse_server(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif mode == "serve":
+        same_stat_server(sys.argv[2], sys.argv[3])
     elif mode == "cuse":
         cuse_server(sys.argv[2], int(sys.argv[3]))
     else:

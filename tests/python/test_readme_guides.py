@@ -3,7 +3,8 @@
 after its "# guide" line, shown in the README exactly as it is there; the
 file runs to its end, and the README's block runs on its own, as a reader
 copies it, in the folder the file's set-up prepared (so it cannot lean on
-a name the set-up imported)."""
+a name the set-up imported). So does python.md's recipe for checking CUDA
+registration against the driver test double."""
 import builtins
 import importlib.util
 import os
@@ -20,17 +21,19 @@ from helpers import cached_service
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 GUIDES = {"jax": "Using pinmem with JAX", "torch": "Using pinmem with PyTorch"}
+RECIPE = ("Documentation/python.md", "#### Checking registration without a GPU")
+DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
 
 
-def readme_code(title):
-    """The first python block of the README section titled title."""
-    with open(os.path.join(TOP, "README.md")) as f:
+def readme_code(title, rel="README.md", level="##"):
+    """The first python block of rel's section titled title."""
+    with open(os.path.join(TOP, rel)) as f:
         text = f.read()
-    part = text.split("\n## %s\n" % title, 1)
-    assert len(part) == 2, "README has no section %r" % title
-    m = re.search(r"```python\n(.*?)```", part[1].split("\n## ", 1)[0],
-                  re.S)
-    assert m, "README section %r has no python block" % title
+    part = text.split("\n%s %s\n" % (level, title), 1)
+    assert len(part) == 2, "%s has no section %r" % (rel, title)
+    section = part[1].split("\n%s " % level, 1)[0]
+    m = re.search(r"```python\n(.*?)```", section, re.S)
+    assert m, "%s section %r has no python block" % (rel, title)
     return m.group(1)
 
 
@@ -40,24 +43,24 @@ def example(name):
         return path, f.read().split("# guide\n", 1)[1]
 
 
-def run(path, where, cwd=None, **env):
+def run(path, where, cwd=None, **extra):
     env = dict(os.environ, PYTHONPATH=os.path.join(TOP, "libpin", "python"),
-               **env)
+               **extra)
     return subprocess.run([sys.executable, path, str(where)], env=env,
                           capture_output=True, text=True, timeout=300,
                           cwd=cwd)
 
 
-def run_alone(name, where, **env):
+def run_alone(name, where, code=None, **extra):
     """The file (its set-up writes the checkpoint into where), then the
-    README's block alone, from where."""
-    p = run(example(name)[0], where, **env)
+    README's block (or code) alone, from where."""
+    p = run(example(name)[0], where, **extra)
     if p.returncode != 0:
         return p
     block = os.path.join(str(where), "readme-%s.py" % name)
     with open(block, "w") as f:
-        f.write(readme_code(GUIDES[name]))
-    return run(block, where, cwd=str(where), **env)
+        f.write(code if code is not None else readme_code(GUIDES[name]))
+    return run(block, where, cwd=str(where), **extra)
 
 
 @pytest.mark.parametrize("name", sorted(GUIDES))
@@ -100,6 +103,30 @@ def test_jax_guide_runs_served(tmp_path):
             shutil.rmtree(where, ignore_errors=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "loading privately" not in p.stderr, p.stderr
+
+
+def recipe_code():
+    rel, heading = RECIPE
+    level, title = heading.split(" ", 1)
+    return readme_code(title, rel, level)
+
+
+def test_python_md_shows_the_registration_recipe():
+    assert recipe_code() == example("registration")[1]
+
+
+@pytest.mark.torch
+def test_registration_recipe_runs(tmp_path):
+    """python.md's block, with PIN_CUDA_LIBRARY naming the double: libpin
+    and the double agree that the loaded tensor is registered."""
+    needs("torch")
+    if not os.path.exists(DOUBLE):
+        pytest.skip("%s is not built (make)" % DOUBLE)
+    p = run_alone("registration", tmp_path, recipe_code(),
+                  PIN_CUDA_LIBRARY=DOUBLE)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "registered=True" in p.stdout, p.stdout
+    assert "registered 0x1" in p.stdout, p.stdout
 
 
 # Names a block of python.md may use without defining them: the reader's
