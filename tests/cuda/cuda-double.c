@@ -9,7 +9,8 @@
  *  - device ordinals in [0, CUDA_DOUBLE_DEVICES) (default 1);
  *  - cuMemHostRegister_v2/cuMemHostUnregister only with a retained primary
  *    context current (pushed), every push popped;
- *  - register: base and size page-aligned, 0 < size <= 64 GiB, flags
+ *  - register: base and size page-aligned, 0 < size <= 32 GiB (libpin's
+ *    PIN_CUDA_CHUNK_MAX: a larger call is a libpin bug), flags
  *    PORTABLE plus only DEVICEMAP/READ_ONLY, no overlap with a live
  *    registration, the whole range mapped shared and readable (and writable
  *    unless READ_ONLY) per /proc/self/maps, and one byte of every page
@@ -214,7 +215,7 @@ static CUresult check_register(uintptr_t base, uint64_t size, unsigned flags)
 	if (size > CUDA_DOUBLE_CHUNK_MAX)
 		return violation(CUDA_ERROR_INVALID_VALUE,
 				 "register %#" PRIxPTR "+%#" PRIx64
-				 ": over 64 GiB in one call", base, size);
+				 ": over 32 GiB in one call", base, size);
 	if (!(flags & PORTABLE) || (flags & ~(PORTABLE | DEVICEMAP | READ_ONLY)))
 		return violation(CUDA_ERROR_INVALID_VALUE,
 				 "register %#" PRIxPTR ": flags %#x", base,
