@@ -25,6 +25,11 @@
  *   CUDA_DOUBLE_INIT_RESULT=N     cuInit returns N
  *   CUDA_DOUBLE_FAIL_REGISTER=K   the K-th cuMemHostRegister (from 1)
  *                                 returns CUDA_ERROR_OUT_OF_MEMORY
+ *   CUDA_DOUBLE_REGISTER_MAX=B    a cuMemHostRegister of more than B bytes
+ *                                 returns CUDA_ERROR_INVALID_VALUE, as
+ *                                 drivers refuse ranges of 512 GiB and
+ *                                 more (and some hosts far less): a
+ *                                 driver's limit, not a violation
  * Tests read the record with dlsym(h, "cuda_double_stats"), and ask
  * whether a live registration covers a range, and with which flags, with
  * cuda_double_covers.
@@ -327,6 +332,9 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
 
 	d.s.register_calls++;
 	res = check_register(base, size, flags);
+	if (!res && env_long("CUDA_DOUBLE_REGISTER_MAX", 0) > 0 &&
+	    size > (unsigned long)env_long("CUDA_DOUBLE_REGISTER_MAX", 0))
+		res = CUDA_ERROR_INVALID_VALUE;
 	if (!res && (unsigned long)env_long("CUDA_DOUBLE_FAIL_REGISTER", 0) ==
 		    d.s.register_calls)
 		res = CUDA_ERROR_OUT_OF_MEMORY;

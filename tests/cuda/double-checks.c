@@ -5,6 +5,8 @@
  * oversized (> 32 GiB) ranges, missing PORTABLE, unmapped or read-only
  * memory without READ_ONLY, overlaps, unregistering a non-base. Each
  * refusal is counted as a violation; the record is cleared at the end.
+ * A range over CUDA_DOUBLE_REGISTER_MAX is refused as a driver's own
+ * limit, not a violation.
  */
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ int main(void)
 	const char *path = getenv("PIN_CUDA_LIBRARY");
 	const struct cuda_double_stats *s;
 	long page = sysconf(_SC_PAGESIZE);
+	char limit[32];
 	reg_fn reg;
 	unreg_fn unreg;
 	push_fn push;
@@ -93,6 +96,13 @@ int main(void)
 	REFUSED(reg(rw, 4 * page, 1), 1, "is not mapped");
 
 	EXPECT(reg(ro, page, 1 | 0x8), 0);	/* read-only, said so */
+	snprintf(limit, sizeof(limit), "%ld", page);
+	setenv("CUDA_DOUBLE_REGISTER_MAX", limit, 1);
+	EXPECT(reg(rw, 2 * page, 1), 1);	/* over the driver's limit */
+	CHECK(s->violations == 11 && s->live == 1,
+	      "%lu violations, %lu live after the limit's refusal",
+	      s->violations, s->live);
+	unsetenv("CUDA_DOUBLE_REGISTER_MAX");
 	EXPECT(reg(rw, 2 * page, 1), 0);
 	REFUSED(reg((char *)rw + page, page, 1), 712, "overlaps");
 	REFUSED(unreg((char *)rw + page), 713, "not the base");
