@@ -109,7 +109,8 @@ int pin_cuda_register(struct pin_cuda *c, struct pin_region *r,
 		      unsigned flags);
 /*
  * Unregisters every piece, also past one the driver refuses (the first
- * refusal is returned and named). -ENOENT if r is not registered through c.
+ * refusal is returned and named); refused pieces stay registered, and
+ * another call tries those alone. -ENOENT if r is not registered through c.
  */
 int pin_cuda_unregister(struct pin_cuda *c, struct pin_region *r);
 

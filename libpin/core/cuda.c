@@ -76,6 +76,7 @@ struct cuda_reg {
 	uint64_t length;
 	uint64_t start;			/* region offset of base */
 	uint64_t piece;			/* the piece size it was cut with */
+	unsigned char *live;		/* bit i: piece i is registered */
 };
 
 struct pin_cuda {
@@ -326,8 +327,9 @@ static char *cuda_piece_base(const struct cuda_reg *reg, uint64_t i,
 }
 
 /*
- * Unregister pieces [0, n) of reg, every one of them even when some fail;
- * the first failure is reported.
+ * Unregister the pieces of [0, n) of reg still registered, every one of
+ * them even when some fail (those stay marked live, for another try); the
+ * first failure is reported.
  */
 static int cuda_unregister_pieces(struct pin_cuda *c, struct cuda_reg *reg,
 				  uint64_t n)
@@ -340,8 +342,12 @@ static int cuda_unregister_pieces(struct pin_cuda *c, struct cuda_reg *reg,
 	for (i = 0; i < n; i++) {
 		char *p = cuda_piece_base(reg, i, &len);
 
+		if (!(reg->live[i / 8] & (1U << (i % 8))))
+			continue;	/* undone by an earlier try */
 		res = c->host_unregister(p);
-		if (res != CUDA_SUCCESS && !err)
+		if (res == CUDA_SUCCESS)
+			reg->live[i / 8] &= ~(1U << (i % 8));
+		else if (!err)
 			err = pin__fail(c->err, cu_errno(res),
 					"cuMemHostUnregister(%p), piece %llu of %llu at offset %llu: %s",
 					(void *)p, (unsigned long long)i + 1,
@@ -369,8 +375,10 @@ static int cuda_register_pieces(struct pin_cuda *c, struct cuda_reg *reg,
 		int err;
 
 		res = c->host_register(p, len, cuflags);
-		if (res == CUDA_SUCCESS)
+		if (res == CUDA_SUCCESS) {
+			reg->live[i / 8] |= 1U << (i % 8);
 			continue;
+		}
 		err = cu_errno(res);
 		cuda_unregister_pieces(c, reg, i);
 		pin__fail(c->err, err,
@@ -414,6 +422,12 @@ static unsigned int cuda_flags(unsigned flags, int writable)
 	return cuflags;
 }
 
+static void cuda_reg_free(struct cuda_reg *reg)
+{
+	free(reg->live);
+	free(reg);
+}
+
 static struct cuda_reg *cuda_find(struct pin_cuda *c, struct pin_region *r,
 				  struct pin_view *v, void *addr,
 				  struct cuda_reg ***linkp)
@@ -443,8 +457,13 @@ static int cuda_add(struct pin_cuda *c, struct pin_region *r,
 	int err;
 
 	reg = calloc(1, sizeof(*reg));
-	if (!reg)
+	if (reg)
+		reg->live = calloc(pin__cuda_nr_pieces(start, length,
+						       c->chunk_max) / 8 + 1, 1);
+	if (!reg || !reg->live) {
+		free(reg);
 		return pin__fail(c->err, -ENOMEM, "registration record");
+	}
 	reg->region = r;
 	reg->view = v;
 	reg->base = base;
@@ -453,7 +472,7 @@ static int cuda_add(struct pin_cuda *c, struct pin_region *r,
 	reg->piece = c->chunk_max;
 	err = cuda_register_pieces(c, reg, cuflags);
 	if (err) {
-		free(reg);
+		cuda_reg_free(reg);
 		return err;
 	}
 	reg->next = c->regs;
@@ -508,7 +527,7 @@ int pin_cuda_unregister(struct pin_cuda *c, struct pin_region *r)
 	if (err)
 		return err;
 	*link = reg->next;
-	free(reg);
+	cuda_reg_free(reg);
 	r->cuda_registered--;
 	pin__refs_release(&r->cuda_hold);
 	return 0;
@@ -559,7 +578,7 @@ int pin_cuda_unregister_view(struct pin_cuda *c, struct pin_view *v,
 	if (err)
 		return err;
 	*link = reg->next;
-	free(reg);
+	cuda_reg_free(reg);
 	m = pin__view_mapping(v, addr);
 	if (m)
 		m->cuda_registered--;
@@ -589,7 +608,7 @@ void pin_cuda_close(struct pin_cuda *c)
 				if (m)
 					m->cuda_registered--;
 			}
-			free(reg);
+			cuda_reg_free(reg);
 		}
 	}
 	if (c->ctx_retained)

@@ -25,6 +25,9 @@
  *   CUDA_DOUBLE_INIT_RESULT=N     cuInit returns N
  *   CUDA_DOUBLE_FAIL_REGISTER=K   the K-th cuMemHostRegister (from 1)
  *                                 returns CUDA_ERROR_OUT_OF_MEMORY
+ *   CUDA_DOUBLE_FAIL_UNREGISTER=K the K-th cuMemHostUnregister (from 1)
+ *                                 returns CUDA_ERROR_INVALID_VALUE, the
+ *                                 registration left in force
  *   CUDA_DOUBLE_REGISTER_MAX=B    a cuMemHostRegister of more than B bytes
  *                                 returns CUDA_ERROR_INVALID_VALUE, as
  *                                 drivers refuse ranges of 512 GiB and
@@ -361,6 +364,11 @@ EXPORT CUresult cuMemHostUnregister(void *p)
 
 	d.s.unregister_calls++;
 	res = need_context("cuMemHostUnregister");
+	if (!res && (unsigned long)env_long("CUDA_DOUBLE_FAIL_UNREGISTER", 0) ==
+		    d.s.unregister_calls) {
+		log_call('U', base, 0, 0, CUDA_ERROR_INVALID_VALUE);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	for (i = 0; !res && i < MAX_LIVE; i++)
 		if (d.live[i].size && d.live[i].base == base)
 			break;
