@@ -11,11 +11,14 @@
  * caller's own current context is left as it was. Registrations are
  * PORTABLE: pinned for every context in the process.
  *
- * Ranges go to the driver in chunks of at most PIN_CUDA_CHUNK_MAX (64 GiB);
- * each chunk is its own cuMemHostRegister, and unregistering passes the very
- * same bases. The handle records each registration; the region or view
- * mapping record counts it (cuda_registered) so that free and unmap refuse
- * with -EBUSY until it is unregistered.
+ * Ranges go to the driver in pieces of at most PIN_CUDA_CHUNK_MAX (32 GiB),
+ * cut at region offsets that are multiples of the piece size
+ * (cuda_pieces.h); each piece is its own cuMemHostRegister, and
+ * unregistering passes the very same bases. A registration is all its
+ * pieces or nothing: a refused piece unregisters those before it. The
+ * handle records each registration; the region or view mapping record
+ * counts it (cuda_registered) so that free and unmap refuse with -EBUSY
+ * until it is unregistered.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "cuda_pieces.h"
 
 #ifdef PIN_HAVE_CUDA_H
 #include <cuda.h>
@@ -48,6 +52,8 @@ typedef struct CUctx_st *CUcontext;
 
 #define CUDA_DEFAULT_LIBRARY	"libcuda.so.1"
 #define CUDA_TEST_CHUNK_ENV	"PIN_CUDA_TEST_CHUNK"
+/* Piece sizes are multiples of the region's chunk (x86-64's huge page). */
+#define CUDA_PIECE_ALIGN	(2ULL << 20)
 #define CUDA_FLAGS		(PIN_CUDA_DEVICEMAP | PIN_CUDA_READ_ONLY)
 
 typedef CUresult (*cu_init_fn)(unsigned int);
@@ -61,14 +67,16 @@ typedef CUresult (*cu_host_unregister_fn)(void *);
 typedef CUresult (*cu_error_text_fn)(CUresult, const char **);
 typedef CUresult (*cu_pci_bus_id_fn)(char *, int, CUdevice);
 
-/* One range registered through the handle, in nr_chunks chunks. */
+/* One range registered through the handle, in pieces (cuda_pieces.h). */
 struct cuda_reg {
 	struct cuda_reg *next;
 	struct pin_region *region;	/* owner mapping of region, or */
 	struct pin_view *view;		/* the view mapping at base */
 	char *base;
 	uint64_t length;
-	uint64_t chunk;			/* chunk i starts at base + i * chunk */
+	uint64_t start;			/* region offset of base */
+	uint64_t piece;			/* the piece size it was cut with */
+	unsigned char *live;		/* bit i: piece i is registered */
 };
 
 struct pin_cuda {
@@ -183,12 +191,11 @@ static int cu_load_symbols(struct pin_cuda *c, const char *path)
 	return 0;
 }
 
-/* The chunk size: PIN_CUDA_CHUNK_MAX unless a test asks for less. */
+/* The piece size: PIN_CUDA_CHUNK_MAX unless a test asks for less. */
 static int cuda_chunk_from_env(struct pin_cuda *c)
 {
 	const char *s = secure_getenv(CUDA_TEST_CHUNK_ENV);
 	unsigned long long v;
-	long page = sysconf(_SC_PAGESIZE);
 	char *end;
 
 	c->chunk_max = PIN_CUDA_CHUNK_MAX;
@@ -197,10 +204,11 @@ static int cuda_chunk_from_env(struct pin_cuda *c)
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || *end || v == 0 || v > PIN_CUDA_CHUNK_MAX ||
-	    v % (unsigned long long)page)
+	    v % CUDA_PIECE_ALIGN)
 		return pin__fail(c->err, -EINVAL,
-				 "%s=%s: want a multiple of %ld bytes, at most %llu",
-				 CUDA_TEST_CHUNK_ENV, s, page,
+				 "%s=%s: want a multiple of %llu bytes (the region's chunk), at most %llu",
+				 CUDA_TEST_CHUNK_ENV, s,
+				 (unsigned long long)CUDA_PIECE_ALIGN,
 				 (unsigned long long)PIN_CUDA_CHUNK_MAX);
 	c->chunk_max = v;
 	return 0;
@@ -304,37 +312,57 @@ static void cuda_pop(struct pin_cuda *c)
 	(void)c->ctx_pop(&popped);
 }
 
-/* Unregister chunks [0, n) of reg; the first failure is reported. */
-static int cuda_unregister_chunks(struct pin_cuda *c, struct cuda_reg *reg,
+static uint64_t cuda_nr_pieces(const struct cuda_reg *reg)
+{
+	return pin__cuda_nr_pieces(reg->start, reg->length, reg->piece);
+}
+
+static char *cuda_piece_base(const struct cuda_reg *reg, uint64_t i,
+			     uint64_t *len)
+{
+	uint64_t off;
+
+	pin__cuda_piece(reg->start, reg->length, reg->piece, i, &off, len);
+	return reg->base + off;
+}
+
+/*
+ * Unregister the pieces of [0, n) of reg still registered, every one of
+ * them even when some fail (those stay marked live, for another try); the
+ * first failure is reported.
+ */
+static int cuda_unregister_pieces(struct pin_cuda *c, struct cuda_reg *reg,
 				  uint64_t n)
 {
 	char what[160];
 	CUresult res;
-	uint64_t i;
+	uint64_t i, len;
 	int err = 0;
 
 	for (i = 0; i < n; i++) {
-		char *p = reg->base + i * reg->chunk;
+		char *p = cuda_piece_base(reg, i, &len);
 
+		if (!(reg->live[i / 8] & (1U << (i % 8))))
+			continue;	/* undone by an earlier try */
 		res = c->host_unregister(p);
-		if (res != CUDA_SUCCESS && !err)
+		if (res == CUDA_SUCCESS)
+			reg->live[i / 8] &= ~(1U << (i % 8));
+		else if (!err)
 			err = pin__fail(c->err, cu_errno(res),
-					"cuMemHostUnregister(%p): %s", (void *)p,
+					"cuMemHostUnregister(%p), piece %llu of %llu at offset %llu: %s",
+					(void *)p, (unsigned long long)i + 1,
+					(unsigned long long)n,
+					(unsigned long long)(p - reg->base),
 					cu_describe(c, res, what, sizeof(what)));
 	}
 	return err;
 }
 
-static uint64_t cuda_nr_chunks(const struct cuda_reg *reg)
-{
-	return (reg->length + reg->chunk - 1) / reg->chunk;
-}
-
-/* Register reg's range chunk by chunk; on failure none stays registered. */
-static int cuda_register_chunks(struct pin_cuda *c, struct cuda_reg *reg,
+/* Register reg's range piece by piece; on failure none stays registered. */
+static int cuda_register_pieces(struct pin_cuda *c, struct cuda_reg *reg,
 				unsigned int cuflags)
 {
-	uint64_t i, n = cuda_nr_chunks(reg);
+	uint64_t i, len, n = cuda_nr_pieces(reg);
 	char what[160];
 	CUresult res;
 
@@ -343,26 +371,26 @@ static int cuda_register_chunks(struct pin_cuda *c, struct cuda_reg *reg,
 		return pin__fail(c->err, cu_errno(res), "cuCtxPushCurrent: %s",
 				 cu_describe(c, res, what, sizeof(what)));
 	for (i = 0; i < n; i++) {
-		uint64_t off = i * reg->chunk;
-		uint64_t len = reg->length - off;
+		char *p = cuda_piece_base(reg, i, &len);
+		int err;
 
-		if (len > reg->chunk)
-			len = reg->chunk;
-		res = c->host_register(reg->base + off, len, cuflags);
-		if (res != CUDA_SUCCESS) {
-			int err = cu_errno(res);
-
-			cuda_unregister_chunks(c, reg, i);
-			pin__fail(c->err, err,
-				  "cuMemHostRegister(%p, %llu bytes, flags 0x%x), chunk %llu of %llu: %s",
-				  (void *)(reg->base + off),
-				  (unsigned long long)len, cuflags,
-				  (unsigned long long)i + 1,
-				  (unsigned long long)n,
-				  cu_describe(c, res, what, sizeof(what)));
-			cuda_pop(c);
-			return err;
+		res = c->host_register(p, len, cuflags);
+		if (res == CUDA_SUCCESS) {
+			reg->live[i / 8] |= 1U << (i % 8);
+			continue;
 		}
+		err = cu_errno(res);
+		cuda_unregister_pieces(c, reg, i);
+		pin__fail(c->err, err,
+			  "cuMemHostRegister(%p, %llu bytes, flags 0x%x), piece %llu of %llu at offset %llu of %llu bytes: %s%s",
+			  (void *)p, (unsigned long long)len, cuflags,
+			  (unsigned long long)i + 1, (unsigned long long)n,
+			  (unsigned long long)(p - reg->base),
+			  (unsigned long long)reg->length,
+			  cu_describe(c, res, what, sizeof(what)),
+			  i ? "; the pieces before it are unregistered" : "");
+		cuda_pop(c);
+		return err;
 	}
 	cuda_pop(c);
 	return 0;
@@ -378,7 +406,7 @@ static int cuda_unregister_all(struct pin_cuda *c, struct cuda_reg *reg)
 	if (res != CUDA_SUCCESS)
 		return pin__fail(c->err, cu_errno(res), "cuCtxPushCurrent: %s",
 				 cu_describe(c, res, what, sizeof(what)));
-	err = cuda_unregister_chunks(c, reg, cuda_nr_chunks(reg));
+	err = cuda_unregister_pieces(c, reg, cuda_nr_pieces(reg));
 	cuda_pop(c);
 	return err;
 }
@@ -392,6 +420,12 @@ static unsigned int cuda_flags(unsigned flags, int writable)
 	if ((flags & PIN_CUDA_READ_ONLY) || !writable)
 		cuflags |= CU_MEMHOSTREGISTER_READ_ONLY;
 	return cuflags;
+}
+
+static void cuda_reg_free(struct cuda_reg *reg)
+{
+	free(reg->live);
+	free(reg);
 }
 
 static struct cuda_reg *cuda_find(struct pin_cuda *c, struct pin_region *r,
@@ -411,25 +445,34 @@ static struct cuda_reg *cuda_find(struct pin_cuda *c, struct pin_region *r,
 	return reg;
 }
 
-/* Register [base, base + length) and record it in c. */
+/*
+ * Register [base, base + length), at region offset start, and record it
+ * in c.
+ */
 static int cuda_add(struct pin_cuda *c, struct pin_region *r,
-		    struct pin_view *v, void *base, uint64_t length,
-		    unsigned int cuflags)
+		    struct pin_view *v, void *base, uint64_t start,
+		    uint64_t length, unsigned int cuflags)
 {
 	struct cuda_reg *reg;
 	int err;
 
 	reg = calloc(1, sizeof(*reg));
-	if (!reg)
+	if (reg)
+		reg->live = calloc(pin__cuda_nr_pieces(start, length,
+						       c->chunk_max) / 8 + 1, 1);
+	if (!reg || !reg->live) {
+		free(reg);
 		return pin__fail(c->err, -ENOMEM, "registration record");
+	}
 	reg->region = r;
 	reg->view = v;
 	reg->base = base;
 	reg->length = length;
-	reg->chunk = c->chunk_max;
-	err = cuda_register_chunks(c, reg, cuflags);
+	reg->start = start;
+	reg->piece = c->chunk_max;
+	err = cuda_register_pieces(c, reg, cuflags);
 	if (err) {
-		free(reg);
+		cuda_reg_free(reg);
 		return err;
 	}
 	reg->next = c->regs;
@@ -458,7 +501,7 @@ int pin_cuda_register(struct pin_cuda *c, struct pin_region *r,
 				 (unsigned long long)r->id, r->err);
 	/* The owner's registration: declared to the kernel (refs.c). */
 	pin__refs_hold(&r->cuda_hold, r, addr, r->size, PIN_EXPECT_PER_PAGE);
-	err = cuda_add(c, r, NULL, addr, r->size,
+	err = cuda_add(c, r, NULL, addr, 0, r->size,
 		       cuda_flags(flags, !!(r->map_prot & PROT_WRITE)));
 	if (err) {
 		pin__refs_release(&r->cuda_hold);
@@ -484,7 +527,7 @@ int pin_cuda_unregister(struct pin_cuda *c, struct pin_region *r)
 	if (err)
 		return err;
 	*link = reg->next;
-	free(reg);
+	cuda_reg_free(reg);
 	r->cuda_registered--;
 	pin__refs_release(&r->cuda_hold);
 	return 0;
@@ -509,7 +552,7 @@ int pin_cuda_register_view(struct pin_cuda *c, struct pin_view *v,
 	if (m->cuda_registered)
 		return pin__fail(c->err, -EBUSY,
 				 "view mapping %p already registered", addr);
-	err = cuda_add(c, NULL, v, addr, v->length,
+	err = cuda_add(c, NULL, v, addr, v->offset, v->length,
 		       cuda_flags(flags, !!(m->prot & PROT_WRITE)));
 	if (err)
 		return err;
@@ -535,7 +578,7 @@ int pin_cuda_unregister_view(struct pin_cuda *c, struct pin_view *v,
 	if (err)
 		return err;
 	*link = reg->next;
-	free(reg);
+	cuda_reg_free(reg);
 	m = pin__view_mapping(v, addr);
 	if (m)
 		m->cuda_registered--;
@@ -565,7 +608,7 @@ void pin_cuda_close(struct pin_cuda *c)
 				if (m)
 					m->cuda_registered--;
 			}
-			free(reg);
+			cuda_reg_free(reg);
 		}
 	}
 	if (c->ctx_retained)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The chunk size is exactly 64 GiB unless a test lowers it; the test knob
- * PIN_CUDA_TEST_CHUNK accepts page multiples up to 64 GiB and nothing
- * else (-EINVAL, named in the error text).
+ * The piece size is exactly 32 GiB unless a test lowers it; the test knob
+ * PIN_CUDA_TEST_CHUNK accepts multiples of 2 MiB (the region's chunk) up
+ * to 32 GiB and nothing else (-EINVAL, named in the error text).
  */
 #include "cuda-test.h"
 
@@ -25,7 +25,7 @@ int main(void)
 	const struct cuda_double_stats *s;
 	struct pin_cuda *c;
 
-	CHECK(PIN_CUDA_CHUNK_MAX == 68719476736ULL, "PIN_CUDA_CHUNK_MAX %llu",
+	CHECK(PIN_CUDA_CHUNK_MAX == 34359738368ULL, "PIN_CUDA_CHUNK_MAX %llu",
 	      (unsigned long long)PIN_CUDA_CHUNK_MAX);
 	unsetenv("PIN_CUDA_TEST_CHUNK");
 	c = test_cuda();
@@ -34,13 +34,16 @@ int main(void)
 	      (unsigned long long)pin_cuda_chunk_max(c));
 	pin_cuda_close(c);
 
-	setenv("PIN_CUDA_TEST_CHUNK", "68719476736", 1);
+	setenv("PIN_CUDA_TEST_CHUNK", "34359738368", 1);
 	c = test_cuda();
 	CHECK(pin_cuda_chunk_max(c) == PIN_CUDA_CHUNK_MAX, "chunk %llu",
 	      (unsigned long long)pin_cuda_chunk_max(c));
 	pin_cuda_close(c);
 
-	bad("68719480832");	/* 64 GiB + 4 KiB */
+	bad("34361835520");	/* 32 GiB + 2 MiB */
+	bad("68719476736");	/* 64 GiB */
+	bad("6295552");		/* 6 MiB + 4 KiB: a page multiple */
+	bad("1048576");		/* 1 MiB */
 	bad("0");
 	bad("4097");
 	bad("4k");

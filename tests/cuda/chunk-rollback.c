@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * A chunk the driver refuses (the double fails the third register call
- * with CUDA_ERROR_OUT_OF_MEMORY) fails the whole registration with -ENOMEM
- * naming the chunk and the CUresult, and the two chunks already registered
- * are unregistered again: the region is left unregistered and freeable.
+ * A piece the driver refuses in the middle (the double fails the third
+ * register call with CUDA_ERROR_OUT_OF_MEMORY) fails the whole
+ * registration with -ENOMEM naming the piece, its offset and the
+ * CUresult, and the two pieces already registered are unregistered again:
+ * the region is left unregistered and freeable.
  */
 #include "cuda-test.h"
 
@@ -21,7 +22,8 @@ int main(void)
 	c = test_cuda();
 	s = test_stats();
 	EXPECT(pin_cuda_register(c, r, 0), -ENOMEM);
-	CHECK(strstr(pin_cuda_error(c), "chunk 3 of 4") &&
+	CHECK(strstr(pin_cuda_error(c), "piece 3 of 4 at offset 8388608 of 16777216 bytes") &&
+	      strstr(pin_cuda_error(c), "the pieces before it are unregistered") &&
 	      strstr(pin_cuda_error(c), "CUDA_ERROR_OUT_OF_MEMORY"),
 	      "error: %s", pin_cuda_error(c));
 	EXPECT(pin_region_map(r, &addr), 0);

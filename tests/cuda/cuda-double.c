@@ -9,7 +9,8 @@
  *  - device ordinals in [0, CUDA_DOUBLE_DEVICES) (default 1);
  *  - cuMemHostRegister_v2/cuMemHostUnregister only with a retained primary
  *    context current (pushed), every push popped;
- *  - register: base and size page-aligned, 0 < size <= 64 GiB, flags
+ *  - register: base and size page-aligned, 0 < size <= 32 GiB (libpin's
+ *    PIN_CUDA_CHUNK_MAX: a larger call is a libpin bug), flags
  *    PORTABLE plus only DEVICEMAP/READ_ONLY, no overlap with a live
  *    registration, the whole range mapped shared and readable (and writable
  *    unless READ_ONLY) per /proc/self/maps, and one byte of every page
@@ -24,6 +25,14 @@
  *   CUDA_DOUBLE_INIT_RESULT=N     cuInit returns N
  *   CUDA_DOUBLE_FAIL_REGISTER=K   the K-th cuMemHostRegister (from 1)
  *                                 returns CUDA_ERROR_OUT_OF_MEMORY
+ *   CUDA_DOUBLE_FAIL_UNREGISTER=K the K-th cuMemHostUnregister (from 1)
+ *                                 returns CUDA_ERROR_INVALID_VALUE, the
+ *                                 registration left in force
+ *   CUDA_DOUBLE_REGISTER_MAX=B    a cuMemHostRegister of more than B bytes
+ *                                 returns CUDA_ERROR_INVALID_VALUE, as
+ *                                 drivers refuse ranges of 512 GiB and
+ *                                 more (and some hosts far less): a
+ *                                 driver's limit, not a violation
  * Tests read the record with dlsym(h, "cuda_double_stats"), and ask
  * whether a live registration covers a range, and with which flags, with
  * cuda_double_covers.
@@ -214,7 +223,7 @@ static CUresult check_register(uintptr_t base, uint64_t size, unsigned flags)
 	if (size > CUDA_DOUBLE_CHUNK_MAX)
 		return violation(CUDA_ERROR_INVALID_VALUE,
 				 "register %#" PRIxPTR "+%#" PRIx64
-				 ": over 64 GiB in one call", base, size);
+				 ": over 32 GiB in one call", base, size);
 	if (!(flags & PORTABLE) || (flags & ~(PORTABLE | DEVICEMAP | READ_ONLY)))
 		return violation(CUDA_ERROR_INVALID_VALUE,
 				 "register %#" PRIxPTR ": flags %#x", base,
@@ -326,6 +335,9 @@ EXPORT CUresult cuMemHostRegister_v2(void *p, size_t size, unsigned int flags)
 
 	d.s.register_calls++;
 	res = check_register(base, size, flags);
+	if (!res && env_long("CUDA_DOUBLE_REGISTER_MAX", 0) > 0 &&
+	    size > (unsigned long)env_long("CUDA_DOUBLE_REGISTER_MAX", 0))
+		res = CUDA_ERROR_INVALID_VALUE;
 	if (!res && (unsigned long)env_long("CUDA_DOUBLE_FAIL_REGISTER", 0) ==
 		    d.s.register_calls)
 		res = CUDA_ERROR_OUT_OF_MEMORY;
@@ -352,6 +364,11 @@ EXPORT CUresult cuMemHostUnregister(void *p)
 
 	d.s.unregister_calls++;
 	res = need_context("cuMemHostUnregister");
+	if (!res && (unsigned long)env_long("CUDA_DOUBLE_FAIL_UNREGISTER", 0) ==
+		    d.s.unregister_calls) {
+		log_call('U', base, 0, 0, CUDA_ERROR_INVALID_VALUE);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	for (i = 0; !res && i < MAX_LIVE; i++)
 		if (d.live[i].size && d.live[i].base == base)
 			break;

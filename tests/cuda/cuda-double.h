@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define CUDA_DOUBLE_LOG		64	/* calls kept in the log */
-#define CUDA_DOUBLE_CHUNK_MAX	(64ULL << 30)
+#define CUDA_DOUBLE_CHUNK_MAX	(32ULL << 30)	/* PIN_CUDA_CHUNK_MAX */
 
 /* One cuMemHostRegister ('R') or cuMemHostUnregister ('U') call. */
 struct cuda_double_call {

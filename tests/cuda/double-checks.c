@@ -2,9 +2,11 @@
 /*
  * The driver test double itself refuses what the real driver refuses, so
  * that the other tests can fail: calls outside a context, unaligned or
- * oversized (> 64 GiB) ranges, missing PORTABLE, unmapped or read-only
+ * oversized (> 32 GiB) ranges, missing PORTABLE, unmapped or read-only
  * memory without READ_ONLY, overlaps, unregistering a non-base. Each
  * refusal is counted as a violation; the record is cleared at the end.
+ * A range over CUDA_DOUBLE_REGISTER_MAX is refused as a driver's own
+ * limit, not a violation.
  */
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ int main(void)
 	const char *path = getenv("PIN_CUDA_LIBRARY");
 	const struct cuda_double_stats *s;
 	long page = sysconf(_SC_PAGESIZE);
+	char limit[32];
 	reg_fn reg;
 	unreg_fn unreg;
 	push_fn push;
@@ -67,7 +70,7 @@ int main(void)
 	rw = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ro = mmap(NULL, 4 * page, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	/* 64 GiB + 2 pages of address space, never touched. */
+	/* 32 GiB + 2 pages of address space, never touched. */
 	none = mmap(NULL, CUDA_DOUBLE_CHUNK_MAX + 2 * page, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	CHECK(rw != MAP_FAILED && ro != MAP_FAILED && none != MAP_FAILED,
@@ -83,8 +86,8 @@ int main(void)
 	REFUSED(reg((char *)rw + 1, page, 1), 1, "not page-aligned");
 	REFUSED(reg(rw, page + 1, 1), 1, "not page-aligned");
 	REFUSED(reg(rw, 0, 1), 1, "not page-aligned");
-	REFUSED(reg(none, CUDA_DOUBLE_CHUNK_MAX + page, 1), 1, "over 64 GiB");
-	/* Exactly 64 GiB passes the size check and fails on the mapping. */
+	REFUSED(reg(none, CUDA_DOUBLE_CHUNK_MAX + page, 1), 1, "over 32 GiB");
+	/* Exactly 32 GiB passes the size check and fails on the mapping. */
 	REFUSED(reg(none, CUDA_DOUBLE_CHUNK_MAX, 1), 1, "is ---p, want rws");
 	REFUSED(reg(rw, page, 0), 1, "flags 0");
 	REFUSED(reg(rw, page, 1 | 0x4), 1, "flags 0x5");
@@ -93,6 +96,13 @@ int main(void)
 	REFUSED(reg(rw, 4 * page, 1), 1, "is not mapped");
 
 	EXPECT(reg(ro, page, 1 | 0x8), 0);	/* read-only, said so */
+	snprintf(limit, sizeof(limit), "%ld", page);
+	setenv("CUDA_DOUBLE_REGISTER_MAX", limit, 1);
+	EXPECT(reg(rw, 2 * page, 1), 1);	/* over the driver's limit */
+	CHECK(s->violations == 11 && s->live == 1,
+	      "%lu violations, %lu live after the limit's refusal",
+	      s->violations, s->live);
+	unsetenv("CUDA_DOUBLE_REGISTER_MAX");
 	EXPECT(reg(rw, 2 * page, 1), 0);
 	REFUSED(reg((char *)rw + page, page, 1), 712, "overlaps");
 	REFUSED(unreg((char *)rw + page), 713, "not the base");

@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 	printf("device 0: %s; %.2f GiB, median of %d copies; backend %s\n",
 	       name, (double)size / GiB, iters,
 	       pin_backend_name(pin_dev_backend(pd)));
-	printf("pin_cuda_register    %8.3f s  %7.2f GB/s  (%llu chunk(s) of <= %llu GiB)\n",
+	printf("pin_cuda_register    %8.3f s  %7.2f GB/s  (%llu piece(s) of <= %llu GiB)\n",
 	       t_reg, size / t_reg / 1e9,
 	       (unsigned long long)((size + pin_cuda_chunk_max(pc) - 1) /
 				    pin_cuda_chunk_max(pc)),
