@@ -386,6 +386,28 @@ def zeros(shape, dtype=torch.float32, dev=None):
     return empty(shape, dtype, dev)
 
 
+def _views_hold_base():
+    """Whether this torch's views hold their base's Python object (torch
+    2.x: one reference while any C++ owner, such as a view, lives)."""
+    t = torch.zeros(2)
+    n = sys.getrefcount(t)
+    v = t[1:]
+    held = sys.getrefcount(t) > n and hasattr(t, "_use_count")
+    del v
+    return held
+
+
+_VIEWS_HOLD_BASE = []
+
+
+def _held_for_views(t):
+    """The references to t's Python object that its C++ owners hold: 1
+    where this torch keeps one for them and they exist, else 0."""
+    if not _VIEWS_HOLD_BASE:
+        _VIEWS_HOLD_BASE.append(_views_hold_base())
+    return int(_VIEWS_HOLD_BASE[0] and t._use_count() > 1)
+
+
 def _mapping_alive(ref):
     return ref() is not None and ref().mapped
 
@@ -410,8 +432,10 @@ class scoped_view:
 
     def __exit__(self, et, ev, tb):
         t = self._t
-        # self._t, the local name, getrefcount's argument, the 'as' name.
-        extra = sys.getrefcount(t) - 4
+        # self._t, the local name, getrefcount's argument, the 'as' name;
+        # and, in a torch that keeps a tensor's Python object alive for
+        # its C++ owners (a view's base), one held for those.
+        extra = sys.getrefcount(t) - 4 - _held_for_views(t)
         if extra > 0:
             if et is None:
                 raise ViewInUseError(
