@@ -328,5 +328,11 @@ def test_dtype_names():
     assert pt.dtype_name(torch.complex64) == "C64"
     with pytest.raises(ValueError):
         pt.dtype_name(torch.complex128)
-    with pytest.raises(KeyError, match="F4"):
-        pt.dtype_from_name("F4")
+    with pytest.raises(KeyError, match="F6_E2M3.*no torch release"):
+        pt.dtype_from_name("F6_E2M3")
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        with pytest.raises(KeyError, match="F4 needs torch.float4_e2m1fn_x2"
+                           ".*torch 2.8 and later"):
+            pt.dtype_from_name("F4")
+    else:
+        assert pt.dtype_from_name("F4") is torch.float4_e2m1fn_x2

@@ -35,8 +35,9 @@ DLPack export that ignore its read-only contract. Use tensors of a view
 made with writable=True (region OPEN), or a copy (t.clone()), to write.
 
 dtypes are exact: torch.bfloat16, float16, float32, float64, complex64,
-bool, uint8, int8/16/32/64 (and float8/uint16/32/64 where this torch has
-them) view the region's bytes as they are.
+bool, uint8, int8/16/32/64 (and, where this torch has them, uint16/32/64,
+the float8s and float4_e2m1fn_x2: SINCE) view the region's bytes as they
+are.
 """
 import collections
 import math
@@ -54,16 +55,24 @@ __all__ = ["view", "empty", "zeros", "from_array", "scoped_view",
            "ReadOnlyTensor", "pool_regions", "is_pinned", "pin_state",
            "PinState",
            "mapping_range",
-           "dtype_name", "dtype_from_name", "element_size"]
+           "dtype_name", "dtype_from_name", "tensor_dtype", "file_shape",
+           "element_size"]
 
 # torch dtype -> safetensors name. Optional dtypes only where torch has them.
 _NAMES = {torch.bool: "BOOL", torch.uint8: "U8", torch.int8: "I8",
           torch.int16: "I16", torch.float16: "F16", torch.bfloat16: "BF16",
           torch.int32: "I32", torch.float32: "F32", torch.float64: "F64",
           torch.int64: "I64", torch.complex64: "C64"}
-for _attr, _name in (("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
-                     ("uint16", "U16"), ("uint32", "U32"),
-                     ("uint64", "U64")):
+# safetensors name -> (torch's name, the first torch release that has it).
+SINCE = {"F8_E4M3": ("float8_e4m3fn", "2.1"),
+         "F8_E5M2": ("float8_e5m2", "2.1"),
+         "F8_E4M3FNUZ": ("float8_e4m3fnuz", "2.2"),
+         "F8_E5M2FNUZ": ("float8_e5m2fnuz", "2.2"),
+         "U16": ("uint16", "2.3"), "U32": ("uint32", "2.3"),
+         "U64": ("uint64", "2.3"),
+         "F8_E8M0": ("float8_e8m0fnu", "2.7"),
+         "F4": ("float4_e2m1fn_x2", "2.8")}
+for _name, (_attr, _) in SINCE.items():
     if hasattr(torch, _attr):
         _NAMES[getattr(torch, _attr)] = _name
 _BY_NAME = {v: k for k, v in _NAMES.items()}
@@ -92,14 +101,54 @@ def dtype_name(dtype):
             from None
 
 
+def _lacks(name):
+    """Why this torch has no dtype for safetensors format name."""
+    if name in SINCE:
+        return "torch.%s, which torch %s lacks (torch %s and later have " \
+            "it)" % (SINCE[name][0], torch.__version__, SINCE[name][1])
+    return "no torch dtype (torch %s; no torch release has one)" % \
+        torch.__version__
+
+
 def dtype_from_name(name):
     """The torch dtype of a safetensors name; KeyError if this torch has
-    none (F4, F6, F8_E8M0; U16/U32/U64 and F8 before torch 2.1/2.3)."""
+    none (F6 in every torch; F8, U16/U32/U64, F8_E8M0 and F4 before
+    torch 2.1, 2.3, 2.7 and 2.8: SINCE)."""
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise KeyError("pinmem: safetensors dtype %s has no torch %s dtype"
-                       % (name, torch.__version__)) from None
+        raise KeyError("pinmem: safetensors dtype %s needs %s"
+                       % (name, _lacks(name))) from None
+
+
+def tensor_dtype(fmt, shape, tensor):
+    """(torch dtype, torch shape) of file tensor `tensor` of safetensors
+    format fmt and shape. F4 packs two elements a byte, and torch's
+    float4_e2m1fn_x2 counts those bytes: its last dimension is half the
+    file's (safetensors.torch's rule: an odd one is a ValueError).
+    TypeError, naming the tensor, where this torch has no such dtype."""
+    dt = _BY_NAME.get(fmt)
+    if dt is None:
+        raise TypeError("pinmem: tensor %r is %s, which needs %s" %
+                        (tensor, fmt, _lacks(fmt)))
+    shape = tuple(int(s) for s in shape)
+    if fmt == "F4":
+        if not shape or shape[-1] % 2:
+            # safetensors.torch's words (a SafetensorError there).
+            raise ValueError("f4_x2 dtype requires that the last dim be "
+                             "divisible by 2 in torch: got %s" % list(shape))
+        shape = shape[:-1] + (shape[-1] // 2,)
+    return dt, shape
+
+
+def file_shape(t):
+    """The safetensors shape of torch tensor t: a float4_e2m1fn_x2 one
+    counts F4 elements, two a byte (its last dimension doubled; a 0-d one
+    stays 0-d: one F4 element, which no file can hold)."""
+    shape = tuple(t.shape)
+    if shape and _NAMES.get(t.dtype) == "F4":
+        return shape[:-1] + (shape[-1] * 2,)
+    return shape
 
 
 def from_array(a, dtype, shape=None):
@@ -337,6 +386,28 @@ def zeros(shape, dtype=torch.float32, dev=None):
     return empty(shape, dtype, dev)
 
 
+def _views_hold_base():
+    """Whether this torch's views hold their base's Python object (torch
+    2.x: one reference while any C++ owner, such as a view, lives)."""
+    t = torch.zeros(2)
+    n = sys.getrefcount(t)
+    v = t[1:]
+    held = sys.getrefcount(t) > n and hasattr(t, "_use_count")
+    del v
+    return held
+
+
+_VIEWS_HOLD_BASE = []
+
+
+def _held_for_views(t):
+    """The references to t's Python object that its C++ owners hold: 1
+    where this torch keeps one for them and they exist, else 0."""
+    if not _VIEWS_HOLD_BASE:
+        _VIEWS_HOLD_BASE.append(_views_hold_base())
+    return int(_VIEWS_HOLD_BASE[0] and t._use_count() > 1)
+
+
 def _mapping_alive(ref):
     return ref() is not None and ref().mapped
 
@@ -361,8 +432,10 @@ class scoped_view:
 
     def __exit__(self, et, ev, tb):
         t = self._t
-        # self._t, the local name, getrefcount's argument, the 'as' name.
-        extra = sys.getrefcount(t) - 4
+        # self._t, the local name, getrefcount's argument, the 'as' name;
+        # and, in a torch that keeps a tensor's Python object alive for
+        # its C++ owners (a view's base), one held for those.
+        extra = sys.getrefcount(t) - 4 - _held_for_views(t)
         if extra > 0:
             if et is None:
                 raise ViewInUseError(

@@ -152,18 +152,15 @@ class _Image:
         places = getattr(self.checkpoint, "_places", None)
         if places is not None and name in places:
             from .. import torch as pt
-            try:
-                tdt = pt.dtype_from_name(dt)
-            except KeyError as e:
-                raise TypeError(e.args[0]) from None
+            tdt, tshape = torch_dtype(dt, shape, name)
             raw, offset = places[name]
             whole = self._wholes.get(id(raw))
             if whole is None:
                 whole = self._wholes[id(raw)] = pt.region_bytes(raw)
-            t = pt.over_bytes(whole, offset, tdt, tuple(shape))
+            t = pt.over_bytes(whole, offset, tdt, tshape)
             if t is not None:
                 return t
-        return to_framework(raws[name], dt, shape, "pt")
+        return to_framework(raws[name], dt, shape, "pt", name=name)
 
 
 class _RawBytes(Mapping):
@@ -191,15 +188,24 @@ def numpy_dtype(name):
             from None
 
 
-def to_framework(raw, dt, shape, fw, device=None):
-    """A read-only tensor/array of file dtype dt over raw bytes."""
+def torch_dtype(dt, shape, name):
+    """(torch dtype, torch shape) of tensor name of file dtype dt and
+    shape (pinmem.torch.tensor_dtype): TypeError where this torch lacks
+    the dtype, SafetensorError for an F4 shape torch cannot hold."""
+    from .. import torch as pt
+    try:
+        return pt.tensor_dtype(dt, shape, name)
+    except ValueError as e:
+        raise SafetensorError(str(e)) from None
+
+
+def to_framework(raw, dt, shape, fw, device=None, name=None):
+    """A read-only tensor/array of file dtype dt over raw bytes (those of
+    tensor name, which errors name)."""
     if fw == "np":
         return raw.view(numpy_dtype(dt)).reshape(shape)
     from .. import torch as pt
-    try:
-        tdt = pt.dtype_from_name(dt)
-    except KeyError as e:
-        raise TypeError(e.args[0]) from None
+    tdt, shape = torch_dtype(dt, shape, name)
     t = pt.from_array(raw, tdt, shape)
     return t if device is None else t.to(device)
 
@@ -236,7 +242,8 @@ class safe_slice:
                                       "%s" % (list(self._shape), e)) from e
             return part if part.flags.c_contiguous else part.copy()
         raw = img.load(self._h._writable)[self._name]
-        part = to_framework(raw, self._dt, self._shape, "pt")[idx]
+        part = to_framework(raw, self._dt, self._shape, "pt",
+                            name=self._name)[idx]
         if self._h._device is not None:
             part = part.to(self._h._device)
         return part
@@ -291,7 +298,7 @@ class safe_open:
             t = img.tensor(name, dt, shape, self._writable)
             return t if self._device is None else t.to(self._device)
         return to_framework(img.load(self._writable)[name], dt, shape,
-                            self._fw, self._device)
+                            self._fw, self._device, name=name)
 
     def get_slice(self, name):
         if name not in self._image().entries:
@@ -321,7 +328,7 @@ def load_bytes(data, fw):
         raise load_error(e) from None
     out = {}
     for name, dt, shape, b, e in ents:
-        out[name] = to_framework(raw[b:e], dt, shape, fw)
+        out[name] = to_framework(raw[b:e], dt, shape, fw, name=name)
     return out
 
 

@@ -50,7 +50,7 @@ def load_shared(filename, device):
             _pt._MAPPINGS[image.shared_view.addr] = image.shared_view
         for name, dt, shape, raw in _shared.tensors(image, got[2],
                                                     got[3]):
-            t = to_framework(raw, dt, shape, "pt").as_subclass(
+            t = to_framework(raw, dt, shape, "pt", name=name).as_subclass(
                 _pt.ReadOnlyTensor)
             out[name] = t if dev is None else t.to(dev)
     return out

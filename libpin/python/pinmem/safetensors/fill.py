@@ -77,9 +77,9 @@ class Placement:
         raw, lo = self._raw(writable)
         out = {}
         for name, p in self.places.items():
-            tdt = pt.dtype_from_name(p.format)
+            tdt, shape = pt.tensor_dtype(p.format, p.shape, name)
             out[name] = pt.from_array(
-                raw[p.offset - lo:p.offset - lo + p.nbytes], tdt, p.shape)
+                raw[p.offset - lo:p.offset - lo + p.nbytes], tdt, shape)
         return out
 
 

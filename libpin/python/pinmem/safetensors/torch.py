@@ -38,6 +38,7 @@ copies of them (the pinned memory is the copy's source).
 import torch
 
 from . import _atomic, _format, _sharded
+from ._format import SafetensorError
 from ._open import load_bytes, safe_open
 from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
@@ -186,8 +187,20 @@ def _flatten(tensors):
             "your model is to use `save_model`.\n            More information"
             " at https://huggingface.co/docs/safetensors/torch_shared_tensors"
             "\n            " % failing)
-    return [(k, _file_dtype(v), tuple(v.shape), _tobytes(v, k))
+    return [(k, _file_dtype(v), _file_shape(v), _tobytes(v, k))
             for k, v in tensors.items()]
+
+
+def _file_shape(t):
+    """t's shape in the file: F4 counts elements, float4_e2m1fn_x2 bytes
+    (pinmem.torch.file_shape); a 0-d one is half a byte, refused in
+    safetensors' words."""
+    if t.dim() == 0 and _file_dtype(t) == "F4":
+        raise SafetensorError(
+            "Error while serializing: The slice is slicing for subbytes "
+            "dtypes, and the slice does not end up at a byte boundary, "
+            "this is invalid.")
+    return _pt.file_shape(t)
 
 
 def _file_dtype(t):
