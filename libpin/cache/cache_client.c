@@ -94,11 +94,30 @@ static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
  * Errors that say the service will not serve this request, not that the
  * file is bad: no room (budget or the user's share), busy (the user's
  * connections or loads), a file it does not cache (a file system whose
- * identity it cannot trust). The caller loads privately.
+ * identity it cannot trust), or a refusal of the request itself, which
+ * this client made well-formed (a service that could not take the fd it
+ * carried, out of fds or memory, says so with these). The caller loads
+ * privately.
  */
 static int service_declined(int err)
 {
-	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP;
+	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP ||
+	       err == EPROTO || err == EMSGSIZE || err == EMFILE ||
+	       err == ENFILE || err == ENOMEM;
+}
+
+static const char *declined_words(int err)
+{
+	switch (err) {
+	case ENOSPC:
+		return "the service has no room";
+	case EAGAIN:
+		return "the service is busy";
+	case EOPNOTSUPP:
+		return "the service does not cache this file";
+	default:
+		return "the service refused the request";
+	}
 }
 
 /* Why the service was not asked, or failed: c->how, to fall back on. */
@@ -136,9 +155,7 @@ static int take_reply(struct pin_cache_ck *c, const char *path,
 		if (!service_declined(msg->u.error.err))
 			return -msg->u.error.err;
 		snprintf(c->how, sizeof(c->how), "private: %s: %.*s",
-			 msg->u.error.err == ENOSPC ? "the service has no room" :
-			 msg->u.error.err == EAGAIN ? "the service is busy" :
-			 "the service does not cache this file",
+			 declined_words(msg->u.error.err),
 			 (int)(msg->text_len > 200 ? 200 : msg->text_len),
 			 msg->text);
 		return msg->u.error.err;

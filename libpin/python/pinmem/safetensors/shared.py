@@ -56,10 +56,16 @@ ALIGN = 64
 _OLD_SERVICE = "load request: unknown flags"
 _warned = []
 # Errors that say the service will not serve the request (not that the file
-# is bad): the caller loads privately.
-_DECLINED = {28: "the service has no room",            # ENOSPC
-             11: "the service is busy",                # EAGAIN
-             95: "the service does not cache this file"}  # EOPNOTSUPP
+# is bad): the caller loads privately. The request is well-formed, so a
+# refusal of the request itself (a service that could not take its fd, out
+# of fds or memory) is one too.
+_REFUSED = "the service refused the request"
+_DECLINED = {errno.ENOSPC: "the service has no room",
+             errno.EAGAIN: "the service is busy",
+             errno.EOPNOTSUPP: "the service does not cache this file",
+             errno.EPROTO: _REFUSED, errno.EMSGSIZE: _REFUSED,
+             errno.EMFILE: _REFUSED, errno.ENFILE: _REFUSED,
+             errno.ENOMEM: _REFUSED}
 
 
 class Unavailable(Exception):
