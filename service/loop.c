@@ -115,7 +115,10 @@ static void conn_readable(struct loop *l, struct conn *c)
 	}
 }
 
-/* Answer every connection waiting for e; forget e if its load failed. */
+/*
+ * Answer every connection waiting for e; forget e if its load failed.
+ * Only the request that started the load is told it loaded the file.
+ */
 static void loaded(struct loop *l, struct entry *e)
 {
 	struct conn *c, *next;
@@ -130,7 +133,7 @@ static void loaded(struct loop *l, struct entry *e)
 		if (e->err)
 			conn_error(l, c, e->err, e->errtext);
 		else
-			conn_hand_over(l, c, e, 1);
+			conn_hand_over(l, c, e, c->id == e->loader);
 	}
 	if (e->err) {
 		fprintf(stderr, "pinmem-cached: load of %s failed: %s\n",

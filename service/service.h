@@ -64,6 +64,7 @@ struct entry {
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
 	struct member *member;		/* whose load it was: charged to it */
+	uint64_t loader;		/* the connection whose request loads it */
 	char name[NAME_LEN];		/* the path as first seen, escaped */
 	char evict_why[128];		/* the last refused eviction */
 	uint64_t evict_failed_ns;
