@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -120,6 +122,31 @@ static const char *declined_words(int err)
 	}
 }
 
+/*
+ * The service is there but its socket refused this user: which group to
+ * join, in the device's words (the socket's group; pinmem where it is
+ * root's, as the project's units make it pinmem's).
+ */
+static void say_join(const char *path, int err, char *out, size_t len)
+{
+	struct group gr, *found = NULL;
+	char gbuf[1024];
+	const char *name = "pinmem";
+	struct stat st;
+
+	if (stat(path, &st) == 0 && st.st_gid != 0 &&
+	    getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &found) == 0 &&
+	    found)
+		name = found->gr_name;
+	snprintf(out, len, "the service at %s refused this user (%s): join group %s (sudo usermod -aG %s $USER, then log in again)",
+		 path, strerror(err), name, name);
+}
+
+static int refused_user(const struct cache_call *k, int ret)
+{
+	return !k->connected && (ret == -EACCES || ret == -EPERM);
+}
+
 /* Why the service was not asked, or failed: c->how, to fall back on. */
 static int say_private(struct pin_cache_ck *c, const char *path,
 		       const struct cache_call *k, int ret)
@@ -132,7 +159,13 @@ static int say_private(struct pin_cache_ck *c, const char *path,
 	else if (ret == -ETIMEDOUT)
 		snprintf(c->how, sizeof(c->how), "private: the service at %s did not answer within %.1f s; loaded into this process alone",
 			 path, s);
-	else if (!k->connected)
+	else if (refused_user(k, ret)) {
+		char join[256];
+
+		say_join(path, -ret, join, sizeof(join));
+		snprintf(c->how, sizeof(c->how), "private: %s; loaded into this process alone",
+			 join);
+	} else if (!k->connected)
 		snprintf(c->how, sizeof(c->how), "private: no service at %s (%s); loaded into this process alone",
 			 path, strerror(-ret));
 	else
@@ -520,6 +553,8 @@ int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 		return -EINVAL;
 	k.timeout_ms = cache_timeout_ms(o.timeout_ms);
 	ret = cache_call(pin_cache_socket(o.socket), &k);
+	if (refused_user(&k, ret))
+		say_join(pin_cache_socket(o.socket), -ret, buf, len);
 	if (ret == 0 && k.msg.type == CACHE_REP_ERROR)
 		ret = -k.msg.u.error.err;
 	else if (ret == 0 && k.msg.type != CACHE_REP_LIST)

@@ -29,6 +29,7 @@ message, a 16-byte header (magic, version, type, length, 0) and a payload.
 import array
 import ctypes
 import errno
+import grp
 import json
 import mmap
 import os
@@ -119,8 +120,26 @@ def _connect(path, timeout):
                           "within %.1f s" % (path, timeout))
     except OSError as e:
         s.close()
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise Unavailable(_refused_user(path, e.strerror))
         raise Unavailable("no service at %s (%s)" % (path, e.strerror))
     return s
+
+
+def _refused_user(path, strerror):
+    """The service is there, its socket refused this user: which group to
+    join, in libpin's words (the socket's group; pinmem where it is
+    root's, as the project's units make it pinmem's)."""
+    name = "pinmem"
+    try:
+        gid = os.stat(path).st_gid
+        if gid:
+            name = grp.getgrgid(gid).gr_name
+    except (OSError, KeyError):
+        pass
+    return ("the service at %s refused this user (%s): join group %s "
+            "(sudo usermod -aG %s $USER, then log in again)"
+            % (path, strerror, name, name))
 
 
 def _reply(s, path, timeout):
