@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 
@@ -42,6 +43,12 @@ int flow_init(struct loop *l)
 		l->fd_limit = rl.rlim_cur > UINT_MAX ? UINT_MAX :
 			      (unsigned)rl.rlim_cur;
 	l->fd_base = own_fds();
+	/* The margin, and room for a packet's fds over it, at the least. */
+	if (l->fd_limit < l->fd_base + FD_SLACK + FD_MARGIN + PACKET_FDS) {
+		fprintf(stderr, "pinmem-cached: an open-file limit of %u leaves no room for clients' fds (%u needed at least): raise it (LimitNOFILE=, ulimit -Hn)\n",
+			l->fd_limit, l->fd_base + FD_SLACK + FD_MARGIN + PACKET_FDS);
+		return -EMFILE;
+	}
 	return member_get(&l->stray, (uid_t)-1, &l->s->ev) ? 0 : -ENOMEM;
 }
 
