@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A connection's life on the event loop: answered, handed a view, made to
- * wait, closed. Closing never closes, in this thread, a file the client
- * queued on the socket (discard_socket).
+ * wait, closed. Closing never closes the socket in this thread, nor a
+ * file the client queued on it: the member's thread does (hand_socket).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,32 +19,66 @@ uint64_t after_ms(uint64_t ms)
 	return now_ns() + ms * 1000000ULL;
 }
 
+/* A file a client's packet carried beyond the one kept: to its thread. */
 void sink_drop(int fd, void *arg)
 {
+	member_took(arg, 1);
 	member_drop_fd(arg, fd);
 }
 
 /*
- * Close a client's socket without closing, in this thread, a file the
- * client queued on it: stop it sending, take every packet still queued
- * (their fds go to the member's thread), then close.
+ * Whether a socket its peer may no longer send on holds no file in
+ * flight. Packets without fds are read away; asking for credentials tells
+ * a packet of no bytes (it has them) from the end (none). A packet with
+ * fds stops it: they are not received here.
  */
-void discard_socket(int fd, struct member *m)
+static int holds_no_file(int fd)
 {
-	struct cache_fd_sink sink = { sink_drop, m };
-	uint8_t buf[64];
-	size_t len;
-	int pfd, ret, i;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} ctl;
+	const int on = 1;
+	char byte;
 
-	shutdown(fd, SHUT_RD);
-	for (i = 0; m && i < MAX_DRAIN; i++) {
-		ret = cache_msg_recv(fd, buf, sizeof(buf), &len, &pfd,
-				     MSG_DONTWAIT, &sink);
-		member_drop_fd(m, pfd);
-		if (ret == -EAGAIN || ret == -ECONNRESET || ret == -ENOTCONN)
-			break;
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)))
+		return 0;
+	for (int i = 0; i < MAX_UNREAD; i++) {
+		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+		struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+				      .msg_control = ctl.buf,
+				      .msg_controllen = sizeof(ctl.buf) };
+		ssize_t n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n < 0 || (msg.msg_flags & MSG_CTRUNC))
+			return 0;
+		if (!CMSG_FIRSTHDR(&msg))
+			return 1;	/* the end: nothing queued */
+		msg.msg_controllen = sizeof(ctl.buf);
+		if (recvmsg(fd, &msg, MSG_DONTWAIT) < 0)
+			return 0;
 	}
-	close(fd);
+	return 0;
+}
+
+/*
+ * Be done with a client's socket without closing it here: its peer may
+ * send no more; one with files in flight goes to m's thread, whose close
+ * releases them there, one without to the stray closer, whose closes
+ * never wait (a member's thread can be stuck on another file).
+ */
+void hand_socket(struct loop *l, int fd, struct member *m)
+{
+	if (!m)
+		m = l->stray;	/* counted there: no member, out of memory */
+	if (shutdown(fd, SHUT_RDWR) == 0 && holds_no_file(fd)) {
+		if (m != l->stray) {
+			member_took(l->stray, 1);
+			member_took(m, -1);
+		}
+		m = l->stray;
+	}
+	member_drop_fd(m, fd);
 }
 
 void room_unlink(struct loop *l, struct conn *c)
@@ -75,7 +109,8 @@ void conn_close(struct loop *l, struct conn *c)
 		l->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	discard_socket(c->fd, c->member);	/* leaves the epoll set */
+	conn_watch(l, c, 0);
+	hand_socket(l, c->fd, c->member);
 	c->fd = -1;
 	c->member->conns--;
 	l->nconns--;

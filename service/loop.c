@@ -85,12 +85,16 @@ static void conn_readable(struct loop *l, struct conn *c)
 
 	ret = cache_msg_recv(c->fd, req, sizeof(req), &len, &fd, MSG_DONTWAIT,
 			     &sink);
+	if (fd >= 0)
+		member_took(c->member, 1);
 	if (ret == -EAGAIN)
 		return;
 	if (ret || c->state != CONN_NEW) {
 		/* Gone, or speaking out of turn: either ends it. */
 		member_drop_fd(c->member, fd);
-		if (ret == -EMSGSIZE || ret == -EPROTO)
+		if (ret == -EMFILE)
+			conn_error(l, c, EAGAIN, "busy: the service has no room for the files passed to it");
+		else if (ret == -EMSGSIZE || ret == -EPROTO)
 			conn_error(l, c, -ret, ret == -EMSGSIZE ?
 				   "request too long" : "more than one fd");
 		else
@@ -111,7 +115,10 @@ static void conn_readable(struct loop *l, struct conn *c)
 	}
 }
 
-/* Answer every connection waiting for e; forget e if its load failed. */
+/*
+ * Answer every connection waiting for e; forget e if its load failed.
+ * Only the request that started the load is told it loaded the file.
+ */
 static void loaded(struct loop *l, struct entry *e)
 {
 	struct conn *c, *next;
@@ -126,7 +133,7 @@ static void loaded(struct loop *l, struct entry *e)
 		if (e->err)
 			conn_error(l, c, e->err, e->errtext);
 		else
-			conn_hand_over(l, c, e, 1);
+			conn_hand_over(l, c, e, c->id == e->loader);
 	}
 	if (e->err) {
 		fprintf(stderr, "pinmem-cached: load of %s failed: %s\n",
@@ -163,27 +170,6 @@ static void take_events(struct loop *l)
 	}
 }
 
-/*
- * Out of fds: stop watching the listening sockets for a while (else a
- * pending connection wakes the loop at once, forever); sweep resumes.
- */
-static void pause_accepting(struct loop *l)
-{
-	for (int i = 0; i < l->nlws; i++)
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, l->lws[i].fd, NULL);
-	l->paused_until_ns = after_ms(100);
-}
-
-static void resume_accepting(struct loop *l)
-{
-	for (int i = 0; i < l->nlws; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &l->lws[i] };
-
-		epoll_ctl(l->ep, EPOLL_CTL_ADD, l->lws[i].fd, &ev);
-	}
-	l->paused_until_ns = 0;
-}
-
 /* Whether a new connection of m would pass a limit; what to say then. */
 static const char *over_limits(struct loop *l, struct member *m)
 {
@@ -191,22 +177,20 @@ static const char *over_limits(struct loop *l, struct member *m)
 		return "busy: the service has as many connections as it takes";
 	if (m->conns >= l->o->member.max_clients)
 		return "busy: your user has as many connections as one user may have";
-	if (member_pending(m) >= l->o->member.max_pending_fds)
+	if (member_pending(m) >= l->o->member.max_pending_fds ||
+	    member_over(l, m))
 		return "busy: too many of your user's files are still being opened or closed";
 	return NULL;
 }
 
-/* Refused at the door: told why, its socket discarded. */
+/* Refused at the door, unread: told why, its socket to m's thread. */
 static void refuse(struct loop *l, int fd, struct member *m, const char *why)
 {
 	int n = cache_proto_encode_error(l->rep, CACHE_MAX_REPLY, EAGAIN, why);
 
 	if (n > 0)
 		cache_msg_send(fd, l->rep, (size_t)n, -1, MSG_DONTWAIT);
-	if (m)
-		discard_socket(fd, m);
-	else
-		close(fd);	/* out of memory for a member: nothing queued yet */
+	hand_socket(l, fd, m);
 }
 
 static struct conn *conn_new(struct loop *l, int fd, const struct ucred *cr,
@@ -230,6 +214,7 @@ static struct conn *conn_new(struct loop *l, int fd, const struct ucred *cr,
 		free(c);
 		return NULL;
 	}
+	c->watched = 1;
 	c->next = l->conns;
 	if (l->conns)
 		l->conns->prev = c;
@@ -246,14 +231,20 @@ static void accept_all(struct loop *l, int lfd)
 		socklen_t cl = sizeof(cr);
 		struct member *m = NULL;
 		const char *why;
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
 
+		if (!fds_room(l)) {
+			pause_accepting(l);
+			return;
+		}
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
 			pause_accepting(l);
 		if (fd < 0)
 			return;	/* EAGAIN, or a client gone already */
 		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
 			m = member_get(&l->members, cr.uid, &l->s->ev);
+		member_took(m ? m : l->stray, 1);
 		why = m ? over_limits(l, m) : "out of memory";
 		if (!why && !conn_new(l, fd, &cr, m))
 			why = "out of memory";
@@ -284,7 +275,7 @@ static void sweep(struct loop *l)
 	uint64_t now = now_ns();
 	struct conn *c, *next;
 
-	if (l->paused_until_ns && now > l->paused_until_ns)
+	if (l->paused_until_ns && now > l->paused_until_ns && fds_room(l))
 		resume_accepting(l);
 	for (c = l->conns; c; c = next) {
 		next = c->next;
@@ -320,7 +311,9 @@ static void dispatch(struct loop *l, struct epoll_event *ev)
 
 		if (c->fd < 0)
 			break;		/* closed earlier in this batch */
-		if (ev->events & EPOLLIN)
+		if (!may_read(l, c))
+			conn_watch(l, c, 0);	/* flow() watches it again */
+		else if (ev->events & EPOLLIN)
 			conn_readable(l, c);
 		else
 			conn_close(l, c);	/* HUP or ERR without data */
@@ -368,7 +361,10 @@ int loop_run(struct store *s, const int *lfds, int nlfds,
 	ws[i++] = (struct watch){ WATCH_SIGNAL, signal_fd() };
 	for (int j = 0; j < i && !ret; j++)
 		ret = add_watch(&l, &ws[j]);
+	if (!ret)
+		ret = flow_init(&l);
 	while (!ret && !l.stop) {
+		flow(&l);
 		n = epoll_wait(l.ep, evs, 64, TICK_MS);
 		if (n < 0 && errno != EINTR)
 			ret = -errno;
@@ -381,6 +377,7 @@ int loop_run(struct store *s, const int *lfds, int nlfds,
 		conn_close(&l, l.conns);
 	free_dead(&l);
 	members_fini(&l.members);
+	members_fini(&l.stray);
 	close(ws[i - 1].fd);
 	close(l.ep);
 	free(l.rep);

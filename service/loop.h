@@ -11,7 +11,14 @@
 
 #define BEAT_MS		1000U	/* CACHE_REP_WAIT at least this often */
 #define TICK_MS		250	/* the loop's wake-up for deadlines, beats */
-#define MAX_DRAIN	100000	/* packets read from a closing connection */
+/* SCM_MAX_FD: the most fds one packet can carry, all installed at once. */
+#define PACKET_FDS	253
+/* Free fd slots below which no client socket is read or accepted. */
+#define FD_MARGIN	(2 * PACKET_FDS)
+/* The service's own fds beyond those counted: threads' files, LISTs. */
+#define FD_SLACK	64
+/* Packets a socket done with can hold: read away, when they carry no fd. */
+#define MAX_UNREAD	1024
 
 enum conn_state {
 	CONN_NEW,		/* no request yet */
@@ -34,6 +41,7 @@ struct conn {
 	uint64_t deadline_ns;
 	uint64_t beat_ns;		/* the next CACHE_REP_WAIT; 0: not asked */
 	int heartbeat;
+	int watched;			/* in the epoll set: read when readable */
 	int aligned_ok;			/* reads CACHE_LOAD_ALIGNED images */
 	pid_t pid;
 	uid_t uid;
@@ -59,6 +67,9 @@ struct loop {
 	struct conn *dead;		/* closed during this batch */
 	struct conn *rooms;		/* CONN_ROOM, oldest first */
 	struct member *members;
+	struct member *stray;		/* closes sockets of no member (ENOMEM) */
+	unsigned fd_limit;		/* RLIMIT_NOFILE */
+	unsigned fd_base;		/* the service's own at the start */
 	unsigned nconns;
 	uint64_t next_id;
 	int stop;
@@ -71,7 +82,7 @@ struct loop {
 /* conn.c */
 uint64_t after_ms(uint64_t ms);
 void sink_drop(int fd, void *arg);
-void discard_socket(int fd, struct member *m);
+void hand_socket(struct loop *l, int fd, struct member *m);
 void room_unlink(struct loop *l, struct conn *c);
 void conn_close(struct loop *l, struct conn *c);
 void free_dead(struct loop *l);
@@ -81,6 +92,16 @@ void send_wait(struct loop *l, struct conn *c);
 void conn_hand_over(struct loop *l, struct conn *c, struct entry *e,
 		    int fresh);
 void conn_join(struct loop *l, struct conn *c, struct entry *e);
+
+/* flow.c */
+int flow_init(struct loop *l);
+int fds_room(struct loop *l);
+int member_over(const struct loop *l, struct member *m);
+int may_read(struct loop *l, struct conn *c);
+void conn_watch(struct loop *l, struct conn *c, int on);
+void pause_accepting(struct loop *l);
+void resume_accepting(struct loop *l);
+void flow(struct loop *l);
 
 /* room.c */
 void keyed(struct loop *l, struct event *ev);

@@ -5,8 +5,12 @@
  * and closing one can block for as long as the client likes (a FUSE file
  * whose server never answers, a TCP socket lingering on a zero window),
  * so neither happens on the event loop, and a member whose fds block
- * stalls only its own queue. The thread runs while its queue has jobs and
- * ends when it is empty.
+ * stalls only its own queue. Its connections' sockets are closed here
+ * too: closing one releases the files still queued on it. The thread
+ * runs while its queue has jobs and ends when it is empty. The member
+ * counts every fd of its clients the process holds, from the loop's
+ * accept or receive to this thread's close: the loop stops reading a
+ * member that holds too many.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,8 +26,11 @@ struct fd_job {
 	uint64_t conn_id;
 };
 
-/* Key a client's fd and tell the loop; the fd goes with the event. */
-static void key_job(struct member *m, struct fd_job *j)
+/*
+ * Key a client's fd and tell the loop; the fd goes with the event.
+ * Returns 1 when the fd was closed here instead.
+ */
+static int key_job(struct member *m, struct fd_job *j)
 {
 	struct event *ev = event_new(EV_KEYED);
 	char link[64], name[NAME_LEN];
@@ -38,19 +45,21 @@ static void key_job(struct member *m, struct fd_job *j)
 		ev->err = -ret;
 		events_post(m->ev, ev);
 		close(j->fd);
-		return;
+		return 1;
 	}
 	ev->fd = j->fd;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", j->fd);
 	n = readlink(link, name, sizeof(name) - 1);
 	escape_name(name, n > 0 ? (size_t)n : 0, ev->name, sizeof(ev->name));
 	events_post(m->ev, ev);
+	return 0;
 }
 
 static void *member_thread(void *arg)
 {
 	struct member *m = arg;
 	struct fd_job *j;
+	int closed;
 
 	for (;;) {
 		pthread_mutex_lock(&m->lock);
@@ -64,13 +73,15 @@ static void *member_thread(void *arg)
 		if (!m->jobs)
 			m->last = NULL;
 		pthread_mutex_unlock(&m->lock);
+		closed = 1;
 		if (j->key)
-			key_job(m, j);
+			closed = key_job(m, j);
 		else
 			close(j->fd);
 		free(j);
 		pthread_mutex_lock(&m->lock);
 		m->queued--;
+		m->fds -= (unsigned)closed;
 		pthread_mutex_unlock(&m->lock);
 	}
 }
@@ -116,6 +127,24 @@ void member_drop_fd(struct member *m, int fd)
 		queue(m, fd, 0, 0);
 }
 
+/* n more (or fewer) of the member's fds (sockets, files) in the process. */
+void member_took(struct member *m, int n)
+{
+	pthread_mutex_lock(&m->lock);
+	m->fds += (unsigned)n;
+	pthread_mutex_unlock(&m->lock);
+}
+
+unsigned member_fds(struct member *m)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&m->lock);
+	n = m->fds;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
 unsigned member_pending(struct member *m)
 {
 	unsigned n;
@@ -155,8 +184,8 @@ void members_sweep(struct member **list)
 
 		pthread_mutex_lock(&m->lock);
 		kick(m);
-		idle = !m->running && !m->queued && !m->conns && !m->loads &&
-		       !m->bytes;
+		idle = !m->running && !m->queued && !m->fds && !m->conns &&
+		       !m->loads && !m->bytes;
 		pthread_mutex_unlock(&m->lock);
 		if (!idle) {
 			pp = &m->next;

@@ -8,6 +8,7 @@
  *                 [--load-timeout S] [--max-clients N] [--user-share PERCENT]
  *                 [--user-clients N] [--user-loads N]
  *   pinmem-cached --list [--socket PATH]
+ *   pinmem-cached --version
  *
  * Under systemd the socket comes from socket activation; otherwise it is
  * bound at PATH (default $PIN_CACHE_SOCKET, else /run/pinmem/cache.sock:
@@ -36,6 +37,7 @@ static void usage(FILE *f)
 	      "                     [--load-timeout SECONDS] [--max-clients N]\n"
 	      "                     [--user-share PERCENT] [--user-clients N] [--user-loads N]\n"
 	      "       pinmem-cached --list [--socket PATH]\n"
+	      "       pinmem-cached --version\n"
 	      "SIZE takes K, M, G, T suffixes; the budget is the smaller of SIZE and\n"
 	      "PERCENT (1..100) of RAM (default: 50% of RAM). SECONDS: 1..86400\n"
 	      "(client default 10, load default 1800); --max-clients N: 1..1000000\n"
@@ -129,6 +131,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "user-loads", required_argument, NULL, 'L' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -174,6 +177,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'l': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V':
+			printf("pinmem-cached %s (libpin %s)\n", PIN_VERSION_STRING,
+			       pin_version());
+			exit(0);
 		default: return -EINVAL;
 		}
 	}

@@ -28,6 +28,7 @@ static void start_load(struct loop *l, struct conn *c, uint64_t charge)
 	}
 	memcpy(e->name, c->name, sizeof(e->name));
 	e->file_fd = fd;
+	e->loader = c->id;
 	if (load_start(l->s, e)) {
 		member_drop_fd(c->member, fd);
 		store_forget(l->s, e);

@@ -10,7 +10,13 @@
  * never calls anything that can block on what a client controls. A
  * client's fd (a FUSE file, a lingering TCP socket) is keyed and closed by
  * its member's thread, loaded by a loading thread; evictions and the
- * kernel's HOLDERS, which take a region's lock, run in threads too.
+ * kernel's HOLDERS, which take a region's lock, run in threads too. A
+ * client's socket is closed by its member's thread as well (its close
+ * releases the files still queued on it), and the loop reads a socket
+ * only while the process has room for every fd a packet can carry: an
+ * fd the kernel cannot install is released by the thread that reads it.
+ * What one member can make the process hold is bounded: over its bound
+ * its connections are not read, and new ones are refused unread.
  */
 #ifndef PINMEM_CACHED_H
 #define PINMEM_CACHED_H
@@ -65,6 +71,7 @@ struct entry {
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
 	struct member *member;		/* whose load it was: charged to it */
+	uint64_t loader;		/* the connection whose request loads it */
 	char name[NAME_LEN];		/* the path as first seen, escaped */
 	char evict_why[128];		/* the last refused eviction */
 	uint64_t evict_failed_ns;
@@ -142,6 +149,7 @@ struct member {
 	pthread_mutex_t lock;		/* the fd queue, shared with the thread */
 	struct fd_job *jobs, *last;
 	unsigned queued;		/* jobs not yet done */
+	unsigned fds;			/* its clients' fds the process holds */
 	int running;
 	struct events *ev;
 };
@@ -182,6 +190,8 @@ struct member *member_get(struct member **list, uid_t uid,
 			  struct events *ev);
 void member_key(struct member *m, int fd, uint64_t conn_id);
 void member_drop_fd(struct member *m, int fd);
+void member_took(struct member *m, int n);
+unsigned member_fds(struct member *m);
 unsigned member_pending(struct member *m);
 void members_sweep(struct member **list);
 void members_fini(struct member **list);

@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -94,11 +96,55 @@ static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
  * Errors that say the service will not serve this request, not that the
  * file is bad: no room (budget or the user's share), busy (the user's
  * connections or loads), a file it does not cache (a file system whose
- * identity it cannot trust). The caller loads privately.
+ * identity it cannot trust), or a refusal of the request itself, which
+ * this client made well-formed (a service that could not take the fd it
+ * carried, out of fds or memory, says so with these). The caller loads
+ * privately.
  */
 static int service_declined(int err)
 {
-	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP;
+	return err == ENOSPC || err == EAGAIN || err == EOPNOTSUPP ||
+	       err == EPROTO || err == EMSGSIZE || err == EMFILE ||
+	       err == ENFILE || err == ENOMEM;
+}
+
+static const char *declined_words(int err)
+{
+	switch (err) {
+	case ENOSPC:
+		return "the service has no room";
+	case EAGAIN:
+		return "the service is busy";
+	case EOPNOTSUPP:
+		return "the service does not cache this file";
+	default:
+		return "the service refused the request";
+	}
+}
+
+/*
+ * The service is there but its socket refused this user: which group to
+ * join, in the device's words (the socket's group; pinmem where it is
+ * root's, as the project's units make it pinmem's).
+ */
+static void say_join(const char *path, int err, char *out, size_t len)
+{
+	struct group gr, *found = NULL;
+	char gbuf[1024];
+	const char *name = "pinmem";
+	struct stat st;
+
+	if (stat(path, &st) == 0 && st.st_gid != 0 &&
+	    getgrgid_r(st.st_gid, &gr, gbuf, sizeof(gbuf), &found) == 0 &&
+	    found)
+		name = found->gr_name;
+	snprintf(out, len, "the service at %s refused this user (%s): join group %s (sudo usermod -aG %s $USER, then log in again)",
+		 path, strerror(err), name, name);
+}
+
+static int refused_user(const struct cache_call *k, int ret)
+{
+	return !k->connected && (ret == -EACCES || ret == -EPERM);
 }
 
 /* Why the service was not asked, or failed: c->how, to fall back on. */
@@ -113,7 +159,13 @@ static int say_private(struct pin_cache_ck *c, const char *path,
 	else if (ret == -ETIMEDOUT)
 		snprintf(c->how, sizeof(c->how), "private: the service at %s did not answer within %.1f s; loaded into this process alone",
 			 path, s);
-	else if (!k->connected)
+	else if (refused_user(k, ret)) {
+		char join[256];
+
+		say_join(path, -ret, join, sizeof(join));
+		snprintf(c->how, sizeof(c->how), "private: %s; loaded into this process alone",
+			 join);
+	} else if (!k->connected)
 		snprintf(c->how, sizeof(c->how), "private: no service at %s (%s); loaded into this process alone",
 			 path, strerror(-ret));
 	else
@@ -136,9 +188,7 @@ static int take_reply(struct pin_cache_ck *c, const char *path,
 		if (!service_declined(msg->u.error.err))
 			return -msg->u.error.err;
 		snprintf(c->how, sizeof(c->how), "private: %s: %.*s",
-			 msg->u.error.err == ENOSPC ? "the service has no room" :
-			 msg->u.error.err == EAGAIN ? "the service is busy" :
-			 "the service does not cache this file",
+			 declined_words(msg->u.error.err),
 			 (int)(msg->text_len > 200 ? 200 : msg->text_len),
 			 msg->text);
 		return msg->u.error.err;
@@ -503,6 +553,8 @@ int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 		return -EINVAL;
 	k.timeout_ms = cache_timeout_ms(o.timeout_ms);
 	ret = cache_call(pin_cache_socket(o.socket), &k);
+	if (refused_user(&k, ret))
+		say_join(pin_cache_socket(o.socket), -ret, buf, len);
 	if (ret == 0 && k.msg.type == CACHE_REP_ERROR)
 		ret = -k.msg.u.error.err;
 	else if (ret == 0 && k.msg.type != CACHE_REP_LIST)

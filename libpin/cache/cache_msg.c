@@ -86,8 +86,13 @@ int cache_msg_recv(int sock, void *buf, size_t cap, size_t *lenp, int *fdp,
 	if (n < 0)
 		return -errno;
 	ret = take_fds(&msg, fdp, sink);
-	if (!ret && (msg.msg_flags & MSG_CTRUNC))
-		ret = -EPROTO;	/* fds the kernel dropped: refuse the packet */
+	/*
+	 * The buffer holds as many fds as a packet can carry: a truncation
+	 * means the kernel could not install them all (a full fd table).
+	 * Not the sender's fault; the packet is refused all the same.
+	 */
+	if (msg.msg_flags & MSG_CTRUNC)
+		ret = -EMFILE;
 	if (!ret && (msg.msg_flags & MSG_TRUNC))
 		ret = -EMSGSIZE;
 	if (!ret && n == 0)

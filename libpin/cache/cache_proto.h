@@ -130,7 +130,8 @@ struct cache_fd_sink {
  * fd < 0 for none; MSG_NOSIGNAL, flags added (MSG_DONTWAIT for the
  * service). recv: *fdp gets the fd (close-on-exec) or -1; a packet longer
  * than cap is -EMSGSIZE, more than one fd -EPROTO (every fd dropped);
- * 0 bytes is -ECONNRESET (end of stream). Every fd a packet can carry
+ * fds the kernel could not all install (a full fd table) -EMFILE; 0
+ * bytes is -ECONNRESET (end of stream). Every fd a packet can carry
  * (SCM_MAX_FD) is received, so the kernel never closes one in the
  * receiver's context; those not kept go to sink (NULL: close). Both
  * restart on EINTR.

@@ -17,6 +17,9 @@ tests/python/test_cache_deadlines.py) and of what pinctl reads from a LIST
              request: unknown flags" for a flagged LOAD, ERROR ENOSPC for
              one without flags, saying how many flagged ones it refused
   list       answers a LIST with the text of --table FILE
+  refusing   refuses every well-formed LOAD as one whose fds it could not
+             take: ERROR EPROTO "more than one fd" (what a service whose
+             fd table was full said)
 
 Prints "ready" once a client may come; runs until killed. The packets
 are Documentation/cache.md's: a 16-byte header (magic "PMCS", version 1,
@@ -74,6 +77,8 @@ def answer(conn, args, held):
     elif args.mode == "old":
         conn.send(error(ENOSPC, "over budget (a fake old service; flagged "
                         "requests refused: %d)" % args.refused))
+    elif args.mode == "refusing":
+        conn.send(error(EPROTO, "more than one fd"))
     elif not flags & HEARTBEAT:
         conn.send(error(EPROTO, "fake service: no heartbeat flag"))
     else:
@@ -103,7 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sock")
     ap.add_argument("mode", choices=["silent", "heartbeat", "full", "old",
-                                     "list"])
+                                     "list", "refusing"])
     ap.add_argument("--interval", type=int, default=200)
     ap.add_argument("--for", dest="for_s", type=float, default=3.0)
     ap.add_argument("--table")

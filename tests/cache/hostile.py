@@ -314,4 +314,5 @@ def main():
         client(sys.argv[1:])
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -95,6 +95,15 @@ def test_old_service_asked_again_without_the_flag(fake, st_file,
     assert "flagged requests refused: 1)" in said
 
 
+def test_refused_request_loads_privately(fake, st_file, monkeypatch):
+    """A refusal of a well-formed request (EPROTO, as a service whose fd
+    table was full answered) is a private load with a warning."""
+    sock = fake("refusing")
+    _took, said = _private_load(st_file, monkeypatch, sock, "1")
+    assert "the service refused the request: more than one fd" in said
+    assert "loading privately" in said
+
+
 def test_request_timeout_keyword_wins_and_raises(fake, st_file,
                                                  monkeypatch):
     """request() is the call without a fallback: Unavailable, with why."""

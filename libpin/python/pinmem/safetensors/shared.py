@@ -29,6 +29,7 @@ message, a 16-byte header (magic, version, type, length, 0) and a payload.
 import array
 import ctypes
 import errno
+import grp
 import json
 import mmap
 import os
@@ -56,10 +57,16 @@ ALIGN = 64
 _OLD_SERVICE = "load request: unknown flags"
 _warned = []
 # Errors that say the service will not serve the request (not that the file
-# is bad): the caller loads privately.
-_DECLINED = {28: "the service has no room",            # ENOSPC
-             11: "the service is busy",                # EAGAIN
-             95: "the service does not cache this file"}  # EOPNOTSUPP
+# is bad): the caller loads privately. The request is well-formed, so a
+# refusal of the request itself (a service that could not take its fd, out
+# of fds or memory) is one too.
+_REFUSED = "the service refused the request"
+_DECLINED = {errno.ENOSPC: "the service has no room",
+             errno.EAGAIN: "the service is busy",
+             errno.EOPNOTSUPP: "the service does not cache this file",
+             errno.EPROTO: _REFUSED, errno.EMSGSIZE: _REFUSED,
+             errno.EMFILE: _REFUSED, errno.ENFILE: _REFUSED,
+             errno.ENOMEM: _REFUSED}
 
 
 class Unavailable(Exception):
@@ -113,8 +120,26 @@ def _connect(path, timeout):
                           "within %.1f s" % (path, timeout))
     except OSError as e:
         s.close()
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise Unavailable(_refused_user(path, e.strerror))
         raise Unavailable("no service at %s (%s)" % (path, e.strerror))
     return s
+
+
+def _refused_user(path, strerror):
+    """The service is there, its socket refused this user: which group to
+    join, in libpin's words (the socket's group; pinmem where it is
+    root's, as the project's units make it pinmem's)."""
+    name = "pinmem"
+    try:
+        gid = os.stat(path).st_gid
+        if gid:
+            name = grp.getgrgid(gid).gr_name
+    except (OSError, KeyError):
+        pass
+    return ("the service at %s refused this user (%s): join group %s "
+            "(sudo usermod -aG %s $USER, then log in again)"
+            % (path, strerror, name, name))
 
 
 def _reply(s, path, timeout):
