@@ -52,3 +52,11 @@ install-service: $(CACHED)
 		$(DESTDIR)$(SYSUSERSDIR)/pinmem-cached.conf
 	install -m 0644 service/pinmem-cached.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 .PHONY: install-service
+
+# The SHA-256 against sha256sum (host.d/26-cache-digest): key.c alone.
+all: $(B)/tests/cache-san/key-digest
+$(B)/tests/cache-san/key-digest: tests/cache/key-digest.c service/key.c service/service.h \
+		service/loop.h libpin/cache/cache_proto.h include/pin_cache.h $(LIBPIN_PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Iservice -Ilibpin -Ilibpin/cache -Itools -pthread \
+		-o $@ $< service/key.c -lcrypto
