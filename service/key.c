@@ -19,8 +19,9 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include <openssl/evp.h>
+
 #include "service.h"
-#include "sha256.h"
 
 #define TMPFS_MAGIC		0x01021994
 #define RAMFS_MAGIC		0x858458f6
@@ -173,13 +174,37 @@ int key_equal(const struct cache_key *a, const struct cache_key *b)
 	       ts_equal(&a->ctime, &b->ctime) && ts_equal(&a->btime, &b->btime);
 }
 
-void key_digest(const void *p, size_t n, uint8_t out[32])
+/*
+ * SHA-256 from libcrypto (OpenSSL), which uses the CPU's SHA instructions
+ * where it has them. A context per digest: threads share nothing.
+ */
+int key_digest(const void *p, size_t n, uint8_t out[32])
 {
-	struct sha256 s;
+	unsigned int len = 0;
 
-	sha256_init(&s);
-	sha256_update(&s, p, n);
-	sha256_final(&s, out);
+	if (EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) != 1 || len != 32)
+		return -EIO;
+	return 0;
+}
+
+static EVP_MD_CTX *sha_begin(void)
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+static int sha_end(EVP_MD_CTX *c, uint8_t out[32])
+{
+	unsigned int len = 0;
+	int ok = EVP_DigestFinal_ex(c, out, &len) == 1 && len == 32;
+
+	EVP_MD_CTX_free(c);
+	return ok ? 0 : -EIO;
 }
 
 /*
@@ -192,13 +217,15 @@ int key_hash_fd(int fd, struct cache_key *k, char *why, size_t len)
 {
 	const size_t chunk = 1U << 20;
 	uint8_t *buf = malloc(chunk);
+	EVP_MD_CTX *c = buf ? sha_begin() : NULL;
 	uint64_t off = 0, size = (uint64_t)k->size;
-	struct sha256 s;
 	int ret = 0;
 
-	if (!buf)
+	k->hashed = 0;
+	if (!c) {
+		free(buf);
 		return snprintf(why, len, "out of memory"), -ENOMEM;
-	sha256_init(&s);
+	}
 	while (off < size && !ret) {
 		size_t want = size - off > chunk ? chunk : (size_t)(size - off);
 		ssize_t n = pread(fd, buf, want, (off_t)off);
@@ -211,12 +238,17 @@ int key_hash_fd(int fd, struct cache_key *k, char *why, size_t len)
 		} else if (n == 0) {
 			ret = -ESTALE;
 			snprintf(why, len, "read: end of file before its size: the file shrank");
+		} else if (EVP_DigestUpdate(c, buf, (size_t)n) != 1) {
+			ret = -EIO;
+			snprintf(why, len, "SHA-256: libcrypto failed");
 		}
-		sha256_update(&s, buf, n > 0 ? (size_t)n : 0);
 		off += n > 0 ? (uint64_t)n : 0;
 	}
 	free(buf);
-	sha256_final(&s, k->sha);
+	if (sha_end(c, k->sha) && !ret) {
+		ret = -EIO;
+		snprintf(why, len, "SHA-256: libcrypto failed");
+	}
 	k->hashed = !ret;
 	return ret;
 }

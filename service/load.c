@@ -121,7 +121,8 @@ static int check_digest(struct entry *e, uint64_t size)
 
 	if (ret)
 		return fail(e, -ret, "map: %s", pin_region_error(e->region));
-	key_digest(p, size, sha);
+	if (key_digest(p, size, sha))
+		return fail(e, EIO, "%.200s: SHA-256: libcrypto failed", e->name);
 	if (memcmp(sha, e->key.sha, sizeof(sha)))
 		return fail(e, ESTALE, "%.200s: the file's bytes changed between the request and the load",
 			    e->name);

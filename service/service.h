@@ -183,7 +183,7 @@ int thread_detached(void *(*fn)(void *), void *arg);
 int key_of_fd(int fd, struct cache_key *k, char *why, size_t len);
 int key_equal(const struct cache_key *a, const struct cache_key *b);
 int key_hash_fd(int fd, struct cache_key *k, char *why, size_t len);
-void key_digest(const void *p, size_t n, uint8_t out[32]);
+int key_digest(const void *p, size_t n, uint8_t out[32]);
 
 /* member.c */
 struct member *member_get(struct member **list, uid_t uid,

@@ -5,7 +5,9 @@
 # libpin.so keeps to itself) into the binary. Installed to sbin/;
 # with install-service, beside the systemd units and the sysusers.d file
 # (deploy/pinmem-cached.*) and the manual page. Its options are parsed as
-# the tools' are (tools/lib/args.c).
+# the tools' are (tools/lib/args.c). The SHA-256 of the files keyed by
+# their bytes is libcrypto's (OpenSSL; Debian: libssl-dev to build,
+# libssl3 to run).
 
 SERVICE_SRCS	:= $(sort $(wildcard service/*.c))
 SERVICE_PROTO	:= libpin/cache/cache_proto.c libpin/cache/cache_msg.c \
@@ -19,7 +21,7 @@ $(CACHED): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
 		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib/libpin.so.1
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ $(SERVICE_SRCS) \
-		$(SERVICE_PROTO) -L$(B)/lib -lpin -Wl,-rpath,'$$ORIGIN/../lib'
+		$(SERVICE_PROTO) -L$(B)/lib -lpin -lcrypto -Wl,-rpath,'$$ORIGIN/../lib'
 
 SYSTEMD_UNITDIR	?= /usr/lib/systemd/system
 SYSUSERSDIR	?= /usr/lib/sysusers.d
@@ -32,7 +34,7 @@ $(CACHED_SAN): $(SERVICE_SRCS) $(SERVICE_PROTO) service/service.h \
 		tools/lib/args.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Ilibpin -Ilibpin/cache -Itools -pthread -o $@ \
-		$(SERVICE_SRCS) $(SERVICE_PROTO) $(B)/lib-san/libpin.a -ldl -luring
+		$(SERVICE_SRCS) $(SERVICE_PROTO) $(B)/lib-san/libpin.a -ldl -luring -lcrypto
 $(B)/tests/cache-san/cache-client: tests/cache/cache-client.c \
 		include/pin_cache.h $(LIBPIN_PUBLIC_HDRS) $(B)/lib-san/libpin.a
 	@mkdir -p $(@D)
@@ -50,3 +52,11 @@ install-service: $(CACHED)
 		$(DESTDIR)$(SYSUSERSDIR)/pinmem-cached.conf
 	install -m 0644 service/pinmem-cached.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 .PHONY: install-service
+
+# The SHA-256 against sha256sum (host.d/26-cache-digest): key.c alone.
+all: $(B)/tests/cache-san/key-digest
+$(B)/tests/cache-san/key-digest: tests/cache/key-digest.c service/key.c service/service.h \
+		service/loop.h libpin/cache/cache_proto.h include/pin_cache.h $(LIBPIN_PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Iservice -Ilibpin -Ilibpin/cache -Itools -pthread \
+		-o $@ $< service/key.c -lcrypto
