@@ -19,6 +19,7 @@ struct st_tensor {
 	uint64_t begin, end;		/* data_offsets */
 	uint64_t place;			/* where a load puts it (from the
 					 * data start): begin, or aligned */
+	size_t seq;			/* its place in the header */
 };
 
 struct st_file {

@@ -205,6 +205,7 @@ static int add_tensor(struct pin_st *ck, const char *file, const char *name,
 	t->pub.file_index = file_index;
 	t->begin = off->items[0]->u64;
 	t->end = off->items[1]->u64;
+	t->seq = ck->n;
 	ck->n++;
 	return 0;
 }
@@ -217,6 +218,10 @@ static int cmp_offsets(const void *a, const void *b)
 		return x->begin < y->begin ? -1 : 1;
 	if (x->end != y->end)
 		return x->end < y->end ? -1 : 1;
+	/* Empty tensors at one offset keep the header's order, as the
+	 * Python reader's stable sort does. */
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
 	return 0;
 }
 

@@ -20,6 +20,11 @@ where a driver is installed, else through the driver test double
 the driver's pinning and are labelled so).
 
     tests/python/bench_load_file.py FILE [RUNS]
+
+A header of many tensors (pinmem's Python loaders against safetensors'
+on a file that is nearly all header; bench_header.py says how):
+
+    tests/python/bench_load_file.py --header [TENSORS [RUNS]]
 """
 import json
 import os
@@ -142,6 +147,9 @@ def ready_runs(path, runs, size):
 
 
 def main():
+    if sys.argv[1:2] == ["--header"]:
+        import bench_header
+        return bench_header.main(sys.argv[2:])
     path = sys.argv[1]
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     size = os.path.getsize(path)

@@ -187,46 +187,35 @@ def from_array(a, dtype, shape=None):
 
 
 def region_bytes(a):
-    """The untyped storage of a, a C-contiguous array over a view mapping
-    (a loaded file's region), and whether the mapping is writable: what
-    over_bytes cuts tensors from, one NumPy-to-torch crossing for all of
-    a file's tensors. The storage holds a, so the mapping lives as long as
-    any tensor cut from it."""
+    """What over_bytes cuts tensors from: a, a C-contiguous array over a
+    view mapping (a loaded file's region), made known to pinmem.torch, and
+    whether the mapping is writable. Each tensor cut holds a, so the
+    mapping lives as long as any of them."""
     m = core._mapping_of(a)
     if m is not None:
         _MAPPINGS[m.addr] = m
-    with warnings.catch_warnings():
-        # Read-only memory: see the module's docstring for what a write does.
-        warnings.simplefilter("ignore", UserWarning)
-        base = torch.from_numpy(a.reshape(-1).view(np.uint8))
-        try:
-            storage = base.untyped_storage()
-        except AttributeError:      # torch before 2.0
-            storage = base.storage().untyped()
-    return storage, m is None or m.writable
+    return a.reshape(-1).view(np.uint8), m is None or m.writable
 
 
 def over_bytes(whole, offset, dtype, shape):
     """The tensor of dtype and shape at byte offset of whole (region_bytes'
     pair): what from_array gives for those bytes (a storage of its own
-    over them, holding the region's), without per-tensor NumPy arrays;
-    None where the bytes are none or not at a multiple of the element
-    size (from_array handles those)."""
-    storage, writable = whole
+    over exactly them, holding the region's array, no ._base), in one
+    torch call (torch.frombuffer) and no NumPy array of its own; None
+    where the bytes are none or not at a multiple of the element size
+    (from_array handles those). Called with torch's UserWarning ignored
+    where the mapping is read-only."""
+    a, writable = whole
     size = element_size(dtype)
-    n = math.prod(shape) * size
-    if not n or offset % size or offset + n > storage.nbytes():
+    count = math.prod(shape)
+    if not count or offset % size or offset + count * size > a.nbytes:
         return None
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    out = torch.empty(0, dtype=dtype)
-    try:
-        out.set_(storage[offset:offset + n], 0, shape,
-                 tuple(reversed(strides)))
-    except (TypeError, RuntimeError):   # a torch without storage slices
-        return None
+    # torch warns of read-only memory (the module's docstring says what a
+    # write does): the caller, once for all of a file's tensors, has
+    # UserWarning ignored.
+    out = torch.frombuffer(a, dtype=dtype, count=count, offset=offset)
+    if shape != (count,):
+        out.resize_(shape)      # its own bytes: no copy, no view
     return out if writable else out.as_subclass(ReadOnlyTensor)
 
 

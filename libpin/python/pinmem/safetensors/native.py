@@ -113,9 +113,15 @@ class Checkpoint(Mapping):
     direct, fixed_buffers, fallback_reason, requests, ...), formats
     (name -> safetensors dtype name)."""
 
-    def __init__(self, arrays, formats, metadata, files, region_ids, stats,
+    def __init__(self, places, formats, metadata, files, region_ids, stats,
                  region_info, regions=None):
-        self._arrays = arrays
+        # name -> (shape, NumPy dtype, its file's whole region array, byte
+        # offset in it, the header's shape), in file order; each array
+        # made when first asked for (pinmem.safetensors' torch tensors are
+        # cut from the region, and a header of many tensors would pay for
+        # arrays none use).
+        self._places = places
+        self._arrays = {}
         # The Region of each file (the caller's now: seal, donate, reopen,
         # refill it; views outlive it), or None where libpin cannot hand
         # them over.
@@ -126,28 +132,30 @@ class Checkpoint(Mapping):
         self.region_ids = region_ids
         self.stats = stats
         self.region_info = region_info
-        # name -> (its file's whole region array, byte offset in it), for
-        # pinmem.safetensors' torch tensors (cut from one tensor a file).
-        self._places = None
 
     def __getitem__(self, name):
-        return self._arrays[name]
+        a = self._arrays.get(name)
+        if a is None:
+            shape, dt, raw, offset, _ = self._places[name]
+            a = self._arrays[name] = np.ndarray.__new__(
+                PinnedArray, shape, dtype=dt, buffer=raw, offset=offset)
+        return a
 
     def __iter__(self):
-        return iter(self._arrays)
+        return iter(self._places)
 
     def __len__(self):
-        return len(self._arrays)
+        return len(self._places)
 
     def close(self):
         """Drop the checkpoint's references to its tensors; each file's
         view mapping goes with the last of its tensors."""
         self._arrays = {}
-        self._places = None
+        self._places = {}
 
     def __repr__(self):
         return "<pinmem.Checkpoint %d tensors in %d file(s)>" % (
-            len(self._arrays), len(self.files))
+            len(self._places), len(self.files))
 
 
 def _file_mappings(ck, dev, path, files, writable, copy_on_write):
@@ -244,13 +252,28 @@ def load_safetensors(path, dev=None, queue_depth=None, request_size=None,
     if own_dev:
         dev = _open()
     try:
-        return _load(path, dev, queue_depth, request_size, direct, node,
-                     any_node, copy_on_write, writable, align)
+        ck = _load(path, dev, queue_depth, request_size, direct, node,
+                   any_node, copy_on_write, writable, align)
     except PinError as e:
         raise load_error(e) from None
     finally:
         if own_dev:
             dev.close()
+    for name in ck:
+        ck[name]    # every array made: NumPy's refusal of a shape, now
+    return ck
+
+
+def load_lazily(path, dev, writable):
+    """load_safetensors(path, dev, writable=writable), each array made
+    when first asked for (pinmem.safetensors' load_file)."""
+    _need("pin_st_load")
+    _format.open_file(path).close()
+    try:
+        return _load(path, dev, None, None, True, None, False, False,
+                     writable, False)
+    except PinError as e:
+        raise load_error(e) from None
 
 
 def load_error(e):
@@ -293,37 +316,46 @@ def _load(path, dev, queue_depth, request_size, direct, node, any_node,
         by_region, infos, regions = _file_mappings(
             ck, dev, path, files, writable, copy_on_write)
         region_ids = [i.id for i in infos]
-        arrays, formats, places = {}, {}, {}
-        t = _lib.init(_lib.PinStTensor)
-        for i in range(lib.pin_st_count(ck.ptr)):
-            _check(lib.pin_st_tensor(ck.ptr, i, ctypes.byref(t)),
-                   ck.err, "tensor %d" % i)
-            name = _lib.text(t.name)
-            fmt, dt = _tensor_dtype(t.dtype)
-            shape = tuple(t.shape[k] for k in range(t.ndim))
-            if lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize:
-                shape = (t.nbytes,)     # F4, F6: packed, as bytes
-            n = math.prod(shape) * dt.itemsize
-            if n != t.nbytes:
-                raise PinError(22, "load %s: tensor %s: %d bytes for "
-                               "shape %s of %s" %
-                               (path, name, t.nbytes, shape, fmt))
-            raw = by_region[t.region]
-            arrays[name] = np.ndarray.__new__(
-                PinnedArray, shape, dtype=dt, buffer=raw,
-                offset=t.region_offset)
-            formats[name] = fmt
-            places[name] = (raw, t.region_offset)
+        places, formats = _tensors(ck, path, by_region)
         meta = {}
         for i in range(lib.pin_st_metadata_count(ck.ptr)):
             k, v = ctypes.c_char_p(), ctypes.c_char_p()
             if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
                                    ctypes.byref(v)) == 0:
                 meta[_lib.text(k.value)] = _lib.text(v.value)
-    ck = Checkpoint(arrays, formats, meta, files, region_ids, stats,
-                    infos, regions)
-    ck._places = places
-    return ck
+    return Checkpoint(places, formats, meta, files, region_ids, stats,
+                      infos, regions)
+
+
+def _tensors(ck, path, by_region):
+    """name -> (shape, NumPy dtype, region array, offset, the header's
+    shape), and name -> format, of every tensor of a load, in file order. Per tensor one call
+    into libpin and no NumPy array: a header may name a million."""
+    places, formats, kinds = {}, {}, {}
+    t = _lib.init(_lib.PinStTensor)
+    ref, get = ctypes.byref(t), lib.pin_st_tensor
+    for i in range(lib.pin_st_count(ck.ptr)):
+        ret = get(ck.ptr, i, ref)
+        if ret < 0:
+            _check(ret, ck.err, "tensor %d" % i)
+        kind = kinds.get(t.dtype)
+        if kind is None:
+            fmt, dt = _tensor_dtype(t.dtype)
+            packed = lib.pin_dtype_bits(t.dtype) != 8 * dt.itemsize
+            kind = kinds[t.dtype] = (fmt, dt, packed)
+        fmt, dt, packed = kind
+        name = t.name.decode("utf-8", "replace")
+        shape = file_shape = tuple(t.shape[:t.ndim])
+        if packed:
+            shape = (t.nbytes,)         # F4, F6: packed, as bytes
+        if math.prod(shape) * dt.itemsize != t.nbytes:
+            raise PinError(22, "load %s: tensor %s: %d bytes for "
+                           "shape %s of %s" %
+                           (path, name, t.nbytes, shape, fmt))
+        places[name] = (shape, dt, by_region[t.region], t.region_offset,
+                        file_shape)
+        formats[name] = fmt
+    return places, formats
 
 
 def save_safetensors(path, arrays, metadata=None, queue_depth=None,

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _atomic, _format, _sharded
 from . import shared as _shared
-from ._open import load_bytes, safe_open, to_framework
+from ._open import load_all, load_bytes, safe_open, to_framework
 
 __all__ = ["save", "save_file", "save_sharded", "load", "load_file"]
 
@@ -70,5 +70,4 @@ def load_file(filename, shared=False):
         if ents is not None:
             return {name: to_framework(raw, dt, shape, "np")
                     for name, dt, shape, raw in ents}
-    with safe_open(filename, framework="np") as f:
-        return {k: f.get_tensor(k) for k in f.offset_keys()}
+    return load_all(filename, "np")

@@ -39,7 +39,7 @@ import torch
 
 from . import _atomic, _format, _sharded
 from ._format import SafetensorError
-from ._open import load_bytes, safe_open
+from ._open import load_all, load_bytes, safe_open
 from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
 
@@ -250,11 +250,9 @@ def load_file(filename, device="cpu", shared=False):
         out = _load_shared(filename, device)
         if out is not None:
             return out
-    with safe_open(filename, framework="pt", device=device) as f:
-        # Without the service, shared=True's tensors are what its are:
-        # read-only (ReadOnlyTensor), over a sealed region.
-        f._writable = not shared
-        return {k: f.get_tensor(k) for k in f.offset_keys()}
+    # Without the service, shared=True's tensors are what its are:
+    # read-only (ReadOnlyTensor), over a sealed region.
+    return load_all(filename, "pt", device, writable=not shared)
 
 
 def save_model(model, filename, metadata=None, force_contiguous=True):
