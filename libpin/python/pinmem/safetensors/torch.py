@@ -37,14 +37,14 @@ copies of them (the pinned memory is the copy's source).
 """
 import torch
 
-from . import _atomic, _format, _sharded
+from . import _atomic, _format, _iter, _sharded
 from ._format import SafetensorError
 from ._open import load_all, load_bytes, safe_open
 from ._shared_torch import load_shared as _load_shared
 from .. import torch as _pt
 
 __all__ = ["save", "save_file", "save_sharded", "load", "load_file", "save_model",
-           "load_model"]
+           "load_model", "iter_weights"]
 
 
 def _size(t):
@@ -253,6 +253,20 @@ def load_file(filename, device="cpu", shared=False):
     # Without the service, shared=True's tensors are what its are:
     # read-only (ReadOnlyTensor), over a sealed region.
     return load_all(filename, "pt", device, writable=not shared)
+
+
+def iter_weights(files, shared=False, progress=None):
+    """(name, tensor) of each file in turn, as serving engines' weights
+    iterators give them: files is a list of .safetensors paths, one path,
+    a *.safetensors.index.json (its shards) or a folder (its one index's
+    shards, else its *.safetensors files by name). Each tensor is the
+    one load_file(path, shared=shared) gives (pinned; shared=True's
+    read-only); a file is loaded when the iterator reaches it, in header
+    order, and its region lives only as long as the tensors handed out.
+    progress: a one-line counter of files on stderr (None: when stderr is
+    a terminal). Errors are load_file's, raised when the file is reached."""
+    return _iter.iterate(lambda path: load_file(path, shared=shared), files,
+                         progress)
 
 
 def save_model(model, filename, metadata=None, force_contiguous=True):
