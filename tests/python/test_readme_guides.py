@@ -25,6 +25,15 @@ RECIPE = ("Documentation/python.md", "#### Checking registration without a GPU")
 DOUBLE = os.path.join(TOP, "build", "tests", "cuda", "libcuda-double.so")
 
 
+# The guests run pinmem on the device backend under an emulator, where a
+# process importing torch or JAX costs over a minute: the newer recipes
+# (the served JAX guide, the registration check) run on the host alone; the
+# guests' matrix tests cover the served loads on the device backend.
+HOST_ONLY = pytest.mark.skipif(
+    os.environ.get("PIN_BACKEND") == "device",
+    reason="a document's recipe, run by the host's suites")
+
+
 def readme_code(title, rel="README.md", level="##"):
     """The first python block of rel's section titled title."""
     with open(os.path.join(TOP, rel)) as f:
@@ -86,6 +95,7 @@ def test_jax_guide_runs(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
+@HOST_ONLY
 def test_jax_guide_runs_served(tmp_path):
     """Its last line, shared=True, with pinmem-cached serving the bf16
     checkpoint: the service's copy, not a private load after a warning."""
@@ -116,6 +126,7 @@ def test_python_md_shows_the_registration_recipe():
 
 
 @pytest.mark.torch
+@HOST_ONLY
 def test_registration_recipe_runs(tmp_path):
     """python.md's block, with PIN_CUDA_LIBRARY naming the double: libpin
     and the double agree that the loaded tensor is registered."""
