@@ -25,7 +25,7 @@ from .. import _lib
 from .._lib import lib
 from ..core import PinError, _check, _mapping_of
 from . import _format
-from .native import _St, _opts, _stats, _tensor_dtype, _need
+from .native import _St, _metadata, _opts, _stats, _tensor_dtype, _need
 
 Place = namedtuple("Place", "offset format shape nbytes")
 Place.__doc__ = "Where one tensor lies: region offset, dtype name, shape."
@@ -94,16 +94,6 @@ def _places(ck, base=0):
             base + (t.region_offset if t.region else t.file_offset),
             _lib.text(lib.pin_dtype_name(t.dtype)), shape, t.nbytes)
     return places
-
-
-def _metadata(ck):
-    meta = {}
-    for i in range(lib.pin_st_metadata_count(ck.ptr)):
-        k, v = ctypes.c_char_p(), ctypes.c_char_p()
-        if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
-                               ctypes.byref(v)) == 0:
-            meta[_lib.text(k.value)] = _lib.text(v.value)
-    return meta
 
 
 def load_into(region, path, offset=0, queue_depth=None, request_size=None,

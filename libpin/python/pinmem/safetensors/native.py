@@ -317,12 +317,7 @@ def _load(path, dev, queue_depth, request_size, direct, node, any_node,
             ck, dev, path, files, writable, copy_on_write)
         region_ids = [i.id for i in infos]
         places, formats = _tensors(ck, path, by_region)
-        meta = {}
-        for i in range(lib.pin_st_metadata_count(ck.ptr)):
-            k, v = ctypes.c_char_p(), ctypes.c_char_p()
-            if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
-                                   ctypes.byref(v)) == 0:
-                meta[_lib.text(k.value)] = _lib.text(v.value)
+        meta = _metadata(ck)
     return Checkpoint(places, formats, meta, files, region_ids, stats,
                       infos, regions)
 
@@ -407,3 +402,14 @@ def save_safetensors(path, arrays, metadata=None, queue_depth=None,
                                vals, len(meta), ctypes.byref(opts)),
                ck.err, "save %s" % path)
         return _stats(ck.ptr)
+
+
+def _metadata(ck):
+    """The __metadata__ map of libpin checkpoint ck."""
+    meta = {}
+    for i in range(lib.pin_st_metadata_count(ck.ptr)):
+        k, v = ctypes.c_char_p(), ctypes.c_char_p()
+        if lib.pin_st_metadata(ck.ptr, i, ctypes.byref(k),
+                               ctypes.byref(v)) == 0:
+            meta[_lib.text(k.value)] = _lib.text(v.value)
+    return meta
