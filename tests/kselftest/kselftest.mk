@@ -31,8 +31,11 @@ $(B)/kselftest/%: tests/kselftest/%.c tests/kselftest/pinmem_test.h \
 	@mkdir -p $(@D)
 	$(CC) $(KSFT_CFLAGS) -o $@ $< $(KSFT_LIBS_$*)
 
-# The I/O reference tests drive io_uring through liburing.
+# Per program libraries: the I/O reference tests drive io_uring through
+# liburing.
 KSFT_LIBS_refs_io := -luring
+# fmax() for the load test's limits.
+KSFT_LIBS_holders_load := -lm
 $(B)/kselftest/refs_io $(B)/kselftest/refs $(B)/kselftest/compat \
 		$(B)/kselftest/gates: \
 		tests/kselftest/refs_test.h
