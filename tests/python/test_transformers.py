@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -27,6 +28,7 @@ transformers = pytest.importorskip("transformers")
 import pinmem  # noqa: E402
 import pinmem.torch as pt  # noqa: E402
 import pinmem.transformers as ptf  # noqa: E402
+from pinmem.safetensors import shared  # noqa: E402
 from pinmem.safetensors.torch import load_file, save_file  # noqa: E402
 from helpers import cached_service  # noqa: E402
 
@@ -238,3 +240,27 @@ def test_shared_two_processes_one_copy_same_logits(llama, tmp_path,
     with pytest.raises(pinmem.ReadOnlyError):
         with torch.no_grad():
             mine.model.norm.weight.add_(1)
+
+
+def test_shared_without_a_service_is_private_and_read_only(qwen2, tmp_path,
+                                                           monkeypatch):
+    cls, d = qwen2
+    monkeypatch.setenv("PIN_CACHE_SOCKET", str(tmp_path / "none"))
+    monkeypatch.setattr(shared, "_warned", [])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        mine = ptf.from_pretrained(cls, d, shared=True)
+    assert any("no service at" in str(x.message) for x in w)
+    for p in mine.parameters():
+        assert isinstance(p, pt.ReadOnlyTensor) and pt.is_pinned(p)
+    plain = cls.from_pretrained(d)
+    assert torch.equal(_logits(mine), _logits(plain))
+    # torch's load_state_dict gathers each copy_'s error in its own.
+    with pytest.raises(RuntimeError, match="copy_ would write a tensor "
+                       "over a read-only view"):
+        mine.load_state_dict(plain.state_dict())
+    w = mine.model.norm.weight
+    w.grad = torch.ones_like(w)
+    with pytest.raises(pinmem.ReadOnlyError):
+        torch.optim.SGD([w], lr=0.1).step()
+    assert torch.equal(w, plain.model.norm.weight)

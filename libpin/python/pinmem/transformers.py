@@ -22,6 +22,7 @@ shared=True's parameters are read-only (pinmem.torch.ReadOnlyTensor):
 inference works; an in-place op on them (an optimizer's step,
 param.add_(), copy_) raises pinmem.ReadOnlyError. Train a private load.
 """
+import bisect
 import os
 
 import transformers
@@ -75,10 +76,16 @@ def _not_loaded(model, sd):
     (copies made by a conversion, or initialized for lack of a tensor)."""
     spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() *
                     t.element_size()) for t in sd.values())
+    starts = [lo for lo, _ in spans]
     out = []
     for name, p in model.named_parameters(remove_duplicate=False):
+        if p.numel() == 0:
+            continue            # no memory to be pinned
         ptr = p.data_ptr()
-        if not any(lo <= ptr < hi for lo, hi in spans):
+        # A checkpoint's tensors do not overlap (the format refuses
+        # it): only the last span starting at or below ptr can cover it.
+        i = bisect.bisect_right(starts, ptr) - 1
+        if i < 0 or ptr >= spans[i][1]:
             out.append(name)
     return out
 
