@@ -105,8 +105,9 @@ def from_pretrained(cls, path, shared=False, strict=True, **kwargs):
     """cls (a model class, or an Auto class) from save_pretrained's folder
     path, its parameters over pinned memory (see the module's notes).
     kwargs go to cls.from_pretrained (config= replaces path's config.json);
-    strict=False lets keys that do not fit pass (missing ones are
-    initialized, not pinned: an error all the same)."""
+    strict=False lets unexpected keys pass, and missing ones as far as
+    transformers goes (it initializes them: not pinned, so an error all
+    the same); a shape that differs is always an error."""
     path = os.fspath(path)
     checkpoint = checkpoint_of(path)
     config = kwargs.pop("config", None) or \
