@@ -15,7 +15,8 @@ torch 1.13 in Debian's python3 (50-python), the lock's torch 2 here.
 A venv without torch 2 (an older lock), and the guests' venv run
 ($PINMEM_PY_NO_TORCH=1), run none of them, saying so: the modules that
 import torch at the top (test_torch.py, test_st_compat.py,
-test_torch_pool.py) are not collected and the tests marked "torch" skip.
+test_torch_pool.py, test_transformers.py) are not collected and the
+tests marked "torch" skip.
 """
 import gc
 import os
@@ -73,7 +74,8 @@ NO_TORCH2_WHY = ("torch 2 is left out here ($PINMEM_PY_NO_TORCH=1: the "
                  "50-python tests torch 1.13")
 # Modules that import torch at the top.
 collect_ignore = ["test_torch.py", "test_st_compat.py",
-                  "test_torch_pool.py"] if NO_TORCH2 else []
+                  "test_torch_pool.py", "test_transformers.py"] \
+    if NO_TORCH2 else []
 # How pytest.importorskip and the tests' own checks say a package is absent.
 _MISSING = ("is not installed", "No module named", "could not import")
 
