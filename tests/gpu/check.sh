@@ -13,8 +13,9 @@
 #     memory; .cuda(non_blocking=True) GB/s from load_file tensors (private
 #     and shared=True) against pin_memory() (target >= 0.95x) and pageable
 #     memory, torch's own is_pinned() of each, a non_blocking copy that
-#     returns before it completes (CUDA events); issue 26216's loop on the
-#     GPU. It
+#     returns before it completes (CUDA events); every low-bit dtype the
+#     torch has (the float8s, float4_e2m1fn_x2, bf16) loaded and copied to
+#     the GPU and back bit for bit; issue 26216's loop on the GPU. It
 #     loads build/tests/gpu/lib/libpin.so.1, built here with liburing linked
 #     in (a GPU machine may have no liburing); built on another machine,
 #     that folder can be carried over as it is.

@@ -305,10 +305,52 @@ def part_torch_h2d(a, dev, w):
     os.unlink(path)
 
 
+# The 8-bit and packed 4-bit types of current checkpoints (FP8 weights,
+# MXFP8/MXFP4 scales, ROCm's FNUZ), and bf16: those the running torch has.
+LOW_BIT = ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float8_e4m3fnuz",
+           "float8_e5m2fnuz", "float4_e2m1fn_x2", "bfloat16"]
+
+
+def part_torch_low_bit(a, dev, w):
+    """Each low-bit dtype loaded by pinmem (private and shared=True), then
+    copied to the GPU with non_blocking=True and back: bit for bit. Random
+    bytes, so every code (NaNs included) makes the trip."""
+    import torch
+    import pinmem.safetensors.torch as pst
+    import pinmem.torch as pt
+    names = [n for n in LOW_BIT if hasattr(torch, n)]
+    print("   torch %s: %s" % (torch.__version__, ", ".join(names)))
+    raw = torch.from_numpy(np.random.default_rng(7).integers(
+        0, 256, size=(256, 64), dtype=np.uint8))
+    tensors = {n: raw.clone().view(getattr(torch, n)) for n in names}
+    path = os.path.join(a.tmp, "low.safetensors")
+    pst.save_file(tensors, path)
+    gpu = not a.cpu and torch.cuda.is_available()
+    for shared in (False, True):
+        sd = pst.load_file(path, shared=shared)
+        for n in names:
+            t = sd[n]
+            same = torch.equal(t.view(torch.uint8), raw)
+            if gpu:
+                g = t.cuda(non_blocking=True)
+                torch.cuda.synchronize()
+                same = same and torch.equal(g.cpu().view(torch.uint8), raw)
+                same = same and t.is_pinned()
+            check(same, "%s%s: %s bit for bit%s" % (
+                n, " (shared=True)" if shared else "",
+                "loaded and copied to the GPU and back" if gpu else "loaded",
+                ", torch's is_pinned()" if gpu else ""))
+            check(pt.is_pinned(t), "%s%s: pinmem.torch.is_pinned" % (
+                n, " (shared=True)" if shared else ""))
+        del sd
+    os.unlink(path)
+
+
 PARTS = {"jax-view": ("jax", part_jax_view),
          "jax-h2d": ("jax", part_jax_h2d),
          "jax-26216": ("jax", part_jax_26216),
-         "torch-h2d": ("torch", part_torch_h2d)}
+         "torch-h2d": ("torch", part_torch_h2d),
+         "torch-low-bit": ("torch", part_torch_low_bit)}
 
 
 def importable(name):
