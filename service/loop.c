@@ -219,7 +219,7 @@ static const char *tenant_member(struct loop *l, int fd, struct ucred *cr,
 	*m = NULL;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &cl))
 		return "denied: the service cannot tell who you are (SO_PEERCRED)";
-	if (tenant_of(l->o->tenant, cr->pid, cr->uid, tenant, sizeof(tenant)))
+	if (tenant_of_peer(l->o->tenant, fd, cr, tenant, sizeof(tenant)))
 		return cr->pid ? "denied: the service cannot read your process's cgroup (its tenant)" :
 		       "denied: your process is in a pid namespace the service cannot see, so it cannot tell your tenant (cgroup)";
 	*m = member_get(&l->members, tenant, &l->s->ev);

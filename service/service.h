@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -199,6 +200,8 @@ int tenant_kind_parse(const char *s);
 int tenant_pod_cut(char *path);
 int tenant_of(enum tenant_kind kind, pid_t pid, uid_t uid, char *out,
 	      size_t len);
+int tenant_of_peer(enum tenant_kind kind, int fd, const struct ucred *cr,
+		   char *out, size_t len);
 int tenant_uid_of(pid_t pid, uid_t *uid);
 int tenant_kind_usable(enum tenant_kind kind, char *why, size_t len);
 

@@ -19,9 +19,15 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "service.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77	/* Linux 6.5 */
+#endif
 
 int tenant_kind_parse(const char *s)
 {
@@ -131,6 +137,37 @@ int tenant_of(enum tenant_kind kind, pid_t pid, uid_t uid, char *out,
 	ret = cgroup_of(pid, out, len);
 	if (!ret && kind == TENANT_POD)
 		tenant_pod_cut(out);
+	return ret;
+}
+
+/*
+ * The tenant of the client on the socket fd, whose SO_PEERCRED is cr.
+ * The pid may have been reused if the connecting process is gone: where
+ * the kernel gives a pidfd of it (SO_PEERPIDFD), the cgroup read counts
+ * only if that process still exists once it is read. Older kernels have
+ * no such check (Documentation/cache.md, "Tenants").
+ */
+int tenant_of_peer(enum tenant_kind kind, int fd, const struct ucred *cr,
+		   char *out, size_t len)
+{
+	socklen_t pl = sizeof(int);
+	int pidfd = -1, ret;
+
+	if (kind == TENANT_UID)
+		return tenant_of(kind, cr->pid, cr->uid, out, len);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &pl)) {
+		if (errno != ENOPROTOOPT)
+			return -errno;	/* ESRCH: the process is gone */
+		pidfd = -1;
+	}
+	ret = tenant_of(kind, cr->pid, cr->uid, out, len);
+	if (pidfd >= 0) {
+		/* EPERM (another user's) still says it exists. */
+		if (!ret && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) &&
+		    errno == ESRCH)
+			ret = -ESRCH;
+		close(pidfd);
+	}
 	return ret;
 }
 
