@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Members: one tenant's share of the service (tenant.c). Each has its own thread for
- * the fds its clients pass: keying one (fcntl, fstat, statfs, readlink)
- * and closing one can block for as long as the client likes (a FUSE file
- * whose server never answers, a TCP socket lingering on a zero window),
- * so neither happens on the event loop, and a member whose fds block
+ * Members: one tenant's share of the service (tenant.c). Each has its
+ * own thread for the fds its clients pass: keying one (fcntl, fstat,
+ * statfs, readlink) and closing one can block for as long as the client
+ * likes (a FUSE file whose server never answers, a TCP socket lingering
+ * on a zero window), so neither happens on the event loop, and a member whose fds block
  * stalls only its own queue. Its connections' sockets are closed here
  * too: closing one releases the files still queued on it. The thread
  * runs while its queue has jobs and ends when it is empty. The member
