@@ -47,7 +47,7 @@ int digest_start(struct events *ev, const struct event *kev,
 	j->m = m;
 	j->e = event_new(EV_KEYED);
 	j->e->conn_id = kev->conn_id;
-	j->e->uid = kev->uid;
+	memcpy(j->e->tenant, kev->tenant, sizeof(j->e->tenant));
 	j->e->fd = kev->fd;
 	j->e->key = kev->key;
 	j->e->digested = 1;

@@ -7,8 +7,12 @@
  * another process can keep busy, so neither runs on the event loop. An
  * entry being evicted still counts against the budget until it is gone.
  *
- * Two limits: the budget, and each member's share of it, so that one uid
- * cannot hold everything and make every other user's loads private.
+ * Two limits: the budget, and each member's share of it, so that one
+ * tenant cannot hold everything and make every other tenant's loads
+ * private. An entry counts against its loader's share until an eviction
+ * finds it mapped by other tenants alone: then one of them pays for it,
+ * so that a third party keeping a tenant's entry mapped cannot fill that
+ * tenant's share.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +86,39 @@ int room_plan(struct store *s, const struct room *r,
 	return -ENOSPC;
 }
 
+/* The tenant of a process that maps e; -errno when it cannot be told. */
+static int holder_tenant(const struct entry *e, pid_t pid, char *out,
+			 size_t len)
+{
+	uid_t uid = 0;
+	int ret = 0;
+
+	if (e->owner->tenant == TENANT_UID)
+		ret = tenant_uid_of(pid, &uid);
+	return ret ? ret : tenant_of(e->owner->tenant, pid, uid, out, len);
+}
+
+/*
+ * Where e's charge goes when no process of its member's tenant maps it:
+ * the first holder whose tenant can be told (ev->tenant; empty: stays).
+ */
+static void note_payer(struct entry *e, struct event *ev)
+{
+	char t[TENANT_LEN];
+
+	ev->tenant[0] = '\0';
+	for (unsigned i = 0; i < ev->nholders; i++) {
+		if (holder_tenant(e, ev->holders[i].pid, t, sizeof(t)))
+			continue;
+		if (!strcmp(t, e->member->tenant)) {
+			ev->tenant[0] = '\0';
+			return;
+		}
+		if (!ev->tenant[0])
+			memcpy(ev->tenant, t, sizeof(t));
+	}
+}
+
 /* After a refused DONATE: who maps it, for the tables (names filtered). */
 static void note_holders(struct entry *e, struct event *ev)
 {
@@ -101,6 +138,7 @@ static void note_holders(struct entry *e, struct event *ev)
 		views += n - ENTRY_HOLDERS;
 	snprintf(ev->why, sizeof(ev->why), "mapped by %d client mapping%s",
 		 views, views == 1 ? "" : "s");
+	note_payer(e, ev);
 }
 
 static void *evict_thread(void *arg)
@@ -214,13 +252,13 @@ void room_refusal(struct store *s, const struct room *r,
 	human_bytes(s->budget, b, sizeof(b));
 	human_bytes(mo->share, c, sizeof(c));
 	if (r->need > s->budget || r->need > mo->share) {
-		snprintf(why, len, "over budget: the file needs %s, the service's budget is %s, one user's share %s",
+		snprintf(why, len, "over budget: the file needs %s, the service's budget is %s, one tenant's share %s",
 			 a, b, c);
 		return;
 	}
 	if (share) {
 		human_bytes(r->member->bytes, b, sizeof(b));
-		off = (size_t)snprintf(why, len, "over your share: the file needs %s; your entries hold %s of one user's share of %s, and none can be evicted now:",
+		off = (size_t)snprintf(why, len, "over your share: the file needs %s; your tenant's entries hold %s of its share of %s, and none can be evicted now:",
 				       a, b, c);
 	} else {
 		off = (size_t)snprintf(why, len, "over budget: the file needs %s of %s and nothing more can be evicted:",

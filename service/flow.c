@@ -49,7 +49,7 @@ int flow_init(struct loop *l)
 			l->fd_limit, l->fd_base + FD_SLACK + FD_MARGIN + PACKET_FDS);
 		return -EMFILE;
 	}
-	return member_get(&l->stray, (uid_t)-1, &l->s->ev) ? 0 : -ENOMEM;
+	return member_get(&l->stray, "", &l->s->ev) ? 0 : -ENOMEM;
 }
 
 /* Whether the process can take a packet's fds and still have as many. */

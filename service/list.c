@@ -5,7 +5,8 @@
  * entry cannot be evicted now. The loop takes a snapshot; a thread of the
  * LIST's own asks the kernel for holders (which takes each region's lock)
  * and writes the text. A caller sees paths and processes as /proc would
- * show them: its own uid's, or all for root.
+ * show them: its own uid's, or all for root, who also sees the tenant
+ * each entry counts against.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -29,6 +30,7 @@
 struct list_item {
 	struct entry e;
 	int visible;
+	char charged[TENANT_LEN];	/* the tenant it counts against */
 	int vfd;			/* a dup of the view's fd, or -1 */
 };
 
@@ -45,6 +47,7 @@ static void snapshot(struct list_item *it, const struct entry *e)
 	memcpy(it->e.evict_why, e->evict_why, sizeof(e->evict_why));
 	memcpy(it->e.seen, e->seen, sizeof(e->seen));
 	it->e.nseen = e->nseen;
+	memcpy(it->charged, e->member->tenant, sizeof(it->charged));
 }
 
 struct list_job {
@@ -159,6 +162,13 @@ static void put_item(struct text *t, const struct list_item *it,
 	put_clients(t, it, portable, caller);
 	if (it->e.evict_why[0])
 		put(t, "    last refused eviction: %s\n", it->e.evict_why);
+	if (caller == 0) {
+		char tenant[TENANT_LEN];
+
+		escape_name(it->charged, strlen(it->charged), tenant,
+			    sizeof(tenant));
+		put(t, "    charged to: %s\n", tenant);
+	}
 }
 
 static void *list_thread(void *arg)
@@ -236,7 +246,7 @@ int list_start(struct store *s, uint64_t conn_id, uid_t caller)
 	head_of(s, j);
 	for (struct entry *e = s->head; e && i < s->count; e = e->next, i++) {
 		snapshot(&j->items[i], e);
-		j->items[i].visible = caller == 0 || e->member->uid == caller;
+		j->items[i].visible = caller == 0 || e->uid == caller;
 		j->items[i].vfd = e->state == ENTRY_READY && !j->portable ?
 				  dup(pin_view_fd(e->view)) : -1;
 	}

@@ -28,7 +28,7 @@ static void handle_load(struct loop *l, struct conn *c,
 {
 	if (member_pending(c->member) >= l->o->member.max_pending_fds) {
 		member_drop_fd(c->member, fd);
-		conn_error(l, c, EAGAIN, "busy: too many of your user's files are still being opened or closed");
+		conn_error(l, c, EAGAIN, "busy: too many of your tenant's files are still being opened or closed");
 		return;
 	}
 	c->state = CONN_KEYING;
@@ -142,6 +142,18 @@ static void loaded(struct loop *l, struct entry *e)
 	}
 }
 
+/* A refused eviction named the tenant that maps the entry: it pays. */
+static void charge_holder(struct loop *l, struct event *ev)
+{
+	struct member *m;
+
+	if (!ev->err || !ev->tenant[0])
+		return;
+	m = member_get(&l->members, ev->tenant, &l->s->ev);
+	if (m && m != ev->entry->member)
+		entry_charge_to(ev->entry, m);
+}
+
 static void take_events(struct loop *l)
 {
 	struct event *ev;
@@ -159,6 +171,7 @@ static void take_events(struct loop *l)
 			retry_rooms(l);
 			break;
 		case EV_EVICTED:
+			charge_holder(l, ev);
 			evict_done(l->s, ev);
 			retry_rooms(l);
 			break;
@@ -176,10 +189,10 @@ static const char *over_limits(struct loop *l, struct member *m)
 	if (l->nconns >= l->o->max_clients)
 		return "busy: the service has as many connections as it takes";
 	if (m->conns >= l->o->member.max_clients)
-		return "busy: your user has as many connections as one user may have";
+		return "busy: your tenant has as many connections as one tenant may have";
 	if (member_pending(m) >= l->o->member.max_pending_fds ||
 	    member_over(l, m))
-		return "busy: too many of your user's files are still being opened or closed";
+		return "busy: too many of your tenant's files are still being opened or closed";
 	return NULL;
 }
 
@@ -191,6 +204,26 @@ static void refuse(struct loop *l, int fd, struct member *m, const char *why)
 	if (n > 0)
 		cache_msg_send(fd, l->rep, (size_t)n, -1, MSG_DONTWAIT);
 	hand_socket(l, fd, m);
+}
+
+/*
+ * The member of the client on fd: its tenant's (made on first use). A
+ * client whose tenant cannot be told is refused, never put in another's.
+ */
+static const char *tenant_member(struct loop *l, int fd, struct ucred *cr,
+				 struct member **m)
+{
+	socklen_t cl = sizeof(*cr);
+	char tenant[TENANT_LEN];
+
+	*m = NULL;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cr, &cl))
+		return "denied: the service cannot tell who you are (SO_PEERCRED)";
+	if (tenant_of_peer(l->o->tenant, fd, cr, tenant, sizeof(tenant)))
+		return cr->pid ? "denied: the service cannot read your process's cgroup (its tenant)" :
+		       "denied: your process is in a pid namespace the service cannot see, so it cannot tell your tenant (cgroup)";
+	*m = member_get(&l->members, tenant, &l->s->ev);
+	return *m ? NULL : "out of memory";
 }
 
 static struct conn *conn_new(struct loop *l, int fd, const struct ucred *cr,
@@ -228,7 +261,6 @@ static void accept_all(struct loop *l, int lfd)
 {
 	for (;;) {
 		struct ucred cr = { .pid = 0, .uid = (uid_t)-1 };
-		socklen_t cl = sizeof(cr);
 		struct member *m = NULL;
 		const char *why;
 		int fd;
@@ -242,10 +274,10 @@ static void accept_all(struct loop *l, int lfd)
 			pause_accepting(l);
 		if (fd < 0)
 			return;	/* EAGAIN, or a client gone already */
-		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl))
-			m = member_get(&l->members, cr.uid, &l->s->ev);
+		why = tenant_member(l, fd, &cr, &m);
 		member_took(m ? m : l->stray, 1);
-		why = m ? over_limits(l, m) : "out of memory";
+		if (!why)
+			why = over_limits(l, m);
 		if (!why && !conn_new(l, fd, &cr, m))
 			why = "out of memory";
 		if (why)

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Members: one uid's share of the service. Each has its own thread for
- * the fds its clients pass: keying one (fcntl, fstat, statfs, readlink)
- * and closing one can block for as long as the client likes (a FUSE file
- * whose server never answers, a TCP socket lingering on a zero window),
- * so neither happens on the event loop, and a member whose fds block
+ * Members: one tenant's share of the service (tenant.c). Each has its
+ * own thread for the fds its clients pass: keying one (fcntl, fstat,
+ * statfs, readlink) and closing one can block for as long as the client
+ * likes (a FUSE file whose server never answers, a TCP socket lingering
+ * on a zero window), so neither happens on the event loop, and a member whose fds block
  * stalls only its own queue. Its connections' sockets are closed here
  * too: closing one releases the files still queued on it. The thread
  * runs while its queue has jobs and ends when it is empty. The member
@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "service.h"
@@ -38,7 +39,7 @@ static int key_job(struct member *m, struct fd_job *j)
 	int ret;
 
 	ev->conn_id = j->conn_id;
-	ev->uid = m->uid;
+	memcpy(ev->tenant, m->tenant, sizeof(ev->tenant));
 	ret = key_of_fd(j->fd, &ev->key, ev->why, sizeof(ev->why));
 	if (ret) {
 		/* The answer first: the close may never return. */
@@ -155,18 +156,19 @@ unsigned member_pending(struct member *m)
 	return n;
 }
 
-/* The member of uid, made on first use; NULL only out of memory. */
-struct member *member_get(struct member **list, uid_t uid, struct events *ev)
+/* The member of tenant, made on first use; NULL only out of memory. */
+struct member *member_get(struct member **list, const char *tenant,
+			  struct events *ev)
 {
 	struct member *m;
 
 	for (m = *list; m; m = m->next)
-		if (m->uid == uid)
+		if (!strcmp(m->tenant, tenant))
 			return m;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->uid = uid;
+	snprintf(m->tenant, sizeof(m->tenant), "%s", tenant);
 	m->ev = ev;
 	pthread_mutex_init(&m->lock, NULL);
 	m->next = *list;

@@ -5,8 +5,8 @@
  *
  *   pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]
  *                 [--backend auto|device|portable] [--client-timeout S]
- *                 [--load-timeout S] [--max-clients N] [--user-share PERCENT]
- *                 [--user-clients N] [--user-loads N]
+ *                 [--load-timeout S] [--max-clients N] [--tenant uid|cgroup|pod]
+ *                 [--tenant-share PERCENT] [--user-clients N] [--user-loads N]
  *   pinmem-cached --list [--socket PATH]
  *   pinmem-cached --version
  *
@@ -35,16 +35,18 @@ static void usage(FILE *f)
 	fputs("usage: pinmem-cached [--socket PATH] [--budget SIZE] [--budget-ram PERCENT]\n"
 	      "                     [--backend auto|device|portable] [--client-timeout SECONDS]\n"
 	      "                     [--load-timeout SECONDS] [--max-clients N]\n"
-	      "                     [--user-share PERCENT] [--user-clients N] [--user-loads N]\n"
+	      "                     [--tenant uid|cgroup|pod] [--tenant-share PERCENT]\n"
+	      "                     [--user-clients N] [--user-loads N]\n"
 	      "       pinmem-cached --list [--socket PATH]\n"
 	      "       pinmem-cached --version\n"
 	      "SIZE takes K, M, G, T suffixes; the budget is the smaller of SIZE and\n"
 	      "PERCENT (1..100) of RAM (default: 50% of RAM). SECONDS: 1..86400\n"
 	      "(client default 10, load default 1800); --max-clients N: 1..1000000\n"
-	      "(default 4096, at most half the fd limit). One user (uid) may hold\n"
-	      "--user-share PERCENT of the budget (1..100, default 50), keep\n"
-	      "--user-clients connections open (default 64) and have --user-loads\n"
-	      "loads in flight (default 4).\n"
+	      "(default 4096, at most half the fd limit). A tenant is a client's\n"
+	      "uid, its cgroup, or its Kubernetes pod (--tenant, default uid). One\n"
+	      "tenant may hold --tenant-share PERCENT of the budget (1..100, default\n"
+	      "50; --user-share is the same option), keep --user-clients connections\n"
+	      "open (default 64) and have --user-loads loads in flight (default 4).\n"
 	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 --list: no daemon there.\n", f);
 }
 
@@ -86,7 +88,7 @@ struct options {
 	struct loop_opts loop;
 };
 
-/* The limits of a load and of one user (uid): -EINVAL, said on stderr. */
+/* The limits of a load and of one tenant: -EINVAL, said on stderr. */
 static int parse_limit(int c, const char *arg, struct options *o)
 {
 	uint64_t v;
@@ -98,7 +100,7 @@ static int parse_limit(int c, const char *arg, struct options *o)
 		o->loop.load_timeout_ms = (int)v * 1000;
 		break;
 	case 'u':
-		if (parse_u64("--user-share", arg, 1, 100, &v))
+		if (parse_u64("--tenant-share", arg, 1, 100, &v))
 			return -EINVAL;
 		o->share_percent = (unsigned)v;
 		break;
@@ -116,6 +118,19 @@ static int parse_limit(int c, const char *arg, struct options *o)
 	return 0;
 }
 
+static int parse_tenant(const char *arg, struct options *o)
+{
+	int kind = tenant_kind_parse(arg);
+
+	if (kind < 0) {
+		fprintf(stderr, "pinmem-cached: --tenant: \"%s\" is not uid, cgroup or pod\n",
+			arg);
+		return -EINVAL;
+	}
+	o->loop.tenant = (enum tenant_kind)kind;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option lopts[] = {
@@ -126,6 +141,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "client-timeout", required_argument, NULL, 't' },
 		{ "max-clients", required_argument, NULL, 'm' },
 		{ "load-timeout", required_argument, NULL, 'T' },
+		{ "tenant", required_argument, NULL, 'K' },
+		{ "tenant-share", required_argument, NULL, 'u' },
 		{ "user-share", required_argument, NULL, 'u' },
 		{ "user-clients", required_argument, NULL, 'c' },
 		{ "user-loads", required_argument, NULL, 'L' },
@@ -173,6 +190,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'T': case 'u': case 'c': case 'L':
 			if (parse_limit(c, optarg, o))
+				return -EINVAL;
+			break;
+		case 'K':
+			if (parse_tenant(optarg, o))
 				return -EINVAL;
 			break;
 		case 'l': o->list = 1; break;
@@ -231,6 +252,7 @@ static int serve(struct options *o, uint64_t budget, int backend,
 		 const char *why)
 {
 	const char *path = NULL;
+	static const char *const tenants[] = { "uid", "cgroup", "pod" };
 	char b[32], share[32];
 	struct store s;
 	struct stat bound;
@@ -251,10 +273,12 @@ static int serve(struct options *o, uint64_t budget, int backend,
 	ret = store_init(&s, budget, backend);
 	if (ret)
 		return 1;
+	s.tenant = o->loop.tenant;
 	human_bytes(budget, b, sizeof(b));
 	human_bytes(o->loop.member.share, share, sizeof(share));
-	fprintf(stderr, "pinmem-cached: serving at %s, budget %s (one user's share %s), %s; starting empty\n",
-		path ? path : "the sockets systemd passed", b, share, why);
+	fprintf(stderr, "pinmem-cached: serving at %s, budget %s (one tenant's share %s; a tenant is a %s), %s; starting empty\n",
+		path ? path : "the sockets systemd passed", b, share,
+		tenants[o->loop.tenant], why);
 	ret = loop_run(&s, lfds, n, &o->loop);
 	store_fini(&s);
 	if (ret)
@@ -292,6 +316,10 @@ int main(int argc, char **argv)
 		budget = o.budget;
 	o.loop.member.share = budget * o.share_percent / 100;
 	fit_fd_limit(&o.loop);
+	if (tenant_kind_usable(o.loop.tenant, why, sizeof(why))) {
+		fprintf(stderr, "pinmem-cached: %s\n", why);
+		return 1;
+	}
 	backend = pick_backend(o.backend, why, sizeof(why));
 	if (backend < 0) {
 		fprintf(stderr, "pinmem-cached: %s\n", why);

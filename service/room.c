@@ -15,7 +15,7 @@
 /* Room is there: a new entry, charged to the member, and its thread. */
 static void start_load(struct loop *l, struct conn *c, uint64_t charge)
 {
-	struct entry *e = store_add(l->s, &c->key, charge, c->member);
+	struct entry *e = store_add(l->s, &c->key, charge, c->member, c->uid);
 	int fd = c->file_fd;
 
 	room_unlink(l, c);
@@ -74,7 +74,7 @@ static void try_room(struct loop *l, struct conn *c)
 		return;
 	}
 	if (c->member->loads >= mo->max_loads) {
-		snprintf(why, sizeof(why), "busy: your user has %u loads in flight, the most one user may have",
+		snprintf(why, sizeof(why), "busy: your tenant has %u loads in flight, the most one tenant may have",
 			 c->member->loads);
 		conn_error(l, c, EAGAIN, why);
 		return;
@@ -118,7 +118,7 @@ static void room_wait(struct loop *l, struct conn *c, const struct event *ev)
 
 /*
  * A file keyed by its bytes: read and hashed in a thread, which counts as
- * one of its user's loads in flight, under the load's deadline; the
+ * one of its tenant's loads in flight, under the load's deadline; the
  * connection stays CONN_KEYING until the digest comes back as keyed.
  */
 static void read_for_digest(struct loop *l, struct conn *c, struct event *ev)
@@ -127,7 +127,7 @@ static void read_for_digest(struct loop *l, struct conn *c, struct event *ev)
 
 	if (c->member->loads >= l->o->member.max_loads) {
 		member_drop_fd(c->member, ev->fd);
-		snprintf(why, sizeof(why), "busy: your user has %u loads in flight, the most one user may have",
+		snprintf(why, sizeof(why), "busy: your tenant has %u loads in flight, the most one tenant may have",
 			 c->member->loads);
 		conn_error(l, c, EAGAIN, why);
 		return;
@@ -149,7 +149,7 @@ void keyed(struct loop *l, struct event *ev)
 	struct entry *e;
 
 	if (ev->digested || !c || c->state != CONN_KEYING)
-		m = member_get(&l->members, ev->uid, &l->s->ev);
+		m = member_get(&l->members, ev->tenant, &l->s->ev);
 	if (ev->digested && m)
 		m->loads--;
 	if (!c || c->state != CONN_KEYING) {

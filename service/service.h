@@ -3,7 +3,8 @@
  * pinmem-cached: one pinned copy of a checkpoint per host. The types its
  * files share: an entry (one file's identity and its sealed region), the
  * store (the entries, least recently used last, and the budget), a member
- * (one uid's share of the service, and the thread that touches its fds),
+ * (one tenant's share of the service, and the thread that touches its
+ * fds),
  * the events threads hand the loop, and the loop's options.
  *
  * The rule that keeps one client from stalling the others: the event loop
@@ -23,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -58,6 +60,10 @@ struct seen_pid {
 #define ENTRY_SEEN	32
 #define ENTRY_HOLDERS	8
 #define NAME_LEN	256
+#define TENANT_LEN	512		/* a tenant's key: "uid N", a path */
+
+/* What one member of the service is (pinmem-cached --tenant). */
+enum tenant_kind { TENANT_UID, TENANT_CGROUP, TENANT_POD };
 
 struct member;
 
@@ -70,7 +76,9 @@ struct entry {
 	uint64_t born_ns, used_ns;	/* CLOCK_MONOTONIC */
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
-	struct member *member;		/* whose load it was: charged to it */
+	struct member *member;		/* charged to it: the loader's tenant,
+					 * or one that keeps it mapped */
+	uid_t uid;			/* whose request loaded it */
 	uint64_t loader;		/* the connection whose request loads it */
 	char name[NAME_LEN];		/* the path as first seen, escaped */
 	char evict_why[128];		/* the last refused eviction */
@@ -109,7 +117,8 @@ struct event {
 	struct event *next;
 	enum event_kind kind;
 	uint64_t conn_id;		/* KEYED, LISTED */
-	uid_t uid;			/* KEYED: whose fd */
+	char tenant[TENANT_LEN];	/* KEYED: whose fd; EVICTED: the
+					 * refused entry's charge goes to */
 	struct entry *entry;		/* LOADED, EVICTED */
 	int err;			/* positive errno, or 0 */
 	int fd;				/* KEYED: the client's fd, or -1 */
@@ -132,16 +141,16 @@ struct events {
 };
 
 struct member_opts {
-	uint64_t share;			/* bytes of the budget one uid may hold */
-	unsigned max_clients;		/* connections of one uid */
-	unsigned max_loads;		/* loads of one uid in flight */
+	uint64_t share;			/* bytes of the budget one tenant may hold */
+	unsigned max_clients;		/* connections of one tenant */
+	unsigned max_loads;		/* loads of one tenant in flight */
 	unsigned max_pending_fds;	/* its fds still to key or close */
 };
 
-/* One uid's share of the service, and the thread that touches its fds. */
+/* One tenant's share of the service, and the thread that touches its fds. */
 struct member {
 	struct member *next;
-	uid_t uid;
+	char tenant[TENANT_LEN];	/* its key (tenant.c) */
 	unsigned conns;			/* the loop's counts */
 	unsigned loads;
 	uint64_t bytes;			/* charged for the entries it loaded */
@@ -161,6 +170,7 @@ struct store {
 	uint64_t budget;
 	uint64_t next_id;
 	int backend;			/* PIN_BACKEND_* the loads ask for */
+	enum tenant_kind tenant;	/* whom evictions charge a held entry */
 	uint64_t loads;			/* files loaded since start */
 	struct evictions evictions;
 	struct events ev;
@@ -185,8 +195,18 @@ int key_equal(const struct cache_key *a, const struct cache_key *b);
 int key_hash_fd(int fd, struct cache_key *k, char *why, size_t len);
 int key_digest(const void *p, size_t n, uint8_t out[32]);
 
+/* tenant.c */
+int tenant_kind_parse(const char *s);
+int tenant_pod_cut(char *path);
+int tenant_of(enum tenant_kind kind, pid_t pid, uid_t uid, char *out,
+	      size_t len);
+int tenant_of_peer(enum tenant_kind kind, int fd, const struct ucred *cr,
+		   char *out, size_t len);
+int tenant_uid_of(pid_t pid, uid_t *uid);
+int tenant_kind_usable(enum tenant_kind kind, char *why, size_t len);
+
 /* member.c */
-struct member *member_get(struct member **list, uid_t uid,
+struct member *member_get(struct member **list, const char *tenant,
 			  struct events *ev);
 void member_key(struct member *m, int fd, uint64_t conn_id);
 void member_drop_fd(struct member *m, int fd);
@@ -202,7 +222,8 @@ void store_fini(struct store *s);
 struct entry *store_find(struct store *s, const struct cache_key *k);
 void store_touch(struct store *s, struct entry *e);
 struct entry *store_add(struct store *s, const struct cache_key *k,
-			uint64_t charge, struct member *m);
+			uint64_t charge, struct member *m, uid_t uid);
+void entry_charge_to(struct entry *e, struct member *m);
 void store_forget(struct store *s, struct entry *e);
 void entry_release(struct entry *e);
 void entry_saw(struct entry *e, pid_t pid, uid_t uid);
@@ -242,6 +263,7 @@ struct loop_opts {
 	int client_timeout_ms;
 	int load_timeout_ms;		/* a waiting connection's deadline */
 	unsigned max_clients;
+	enum tenant_kind tenant;	/* what a member is */
 	struct member_opts member;
 };
 int loop_run(struct store *s, const int *lfds, int nlfds,

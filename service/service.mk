@@ -60,3 +60,11 @@ $(B)/tests/cache-san/key-digest: tests/cache/key-digest.c service/key.c service/
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Iservice -Ilibpin -Ilibpin/cache -Itools -pthread \
 		-o $@ $< service/key.c -lcrypto
+
+# The tenant keys' pod cut (host.d/26-cache-tenant): tenant.c alone.
+all: $(B)/tests/cache-san/tenant-key
+$(B)/tests/cache-san/tenant-key: tests/cache/tenant-key.c service/tenant.c service/service.h \
+		include/pin_cache.h $(LIBPIN_PUBLIC_HDRS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(SANFLAGS) -Iservice -Ilibpin -Ilibpin/cache -Itools -pthread \
+		-o $@ $< service/tenant.c

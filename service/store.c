@@ -2,7 +2,8 @@
 /*
  * The entries pinmem-cached holds: found by a file's identity, kept most
  * recently used first, each charged to the budget and to the member whose
- * request loaded it. The loop alone changes the list; an entry's pinned
+ * request loaded it, or, once an eviction found it mapped by other
+ * tenants alone, to one of theirs (evict.c). The loop alone changes the list; an entry's pinned
  * resources are freed by the thread that loads or evicts it.
  */
 #include <errno.h>
@@ -132,7 +133,7 @@ void store_touch(struct store *s, struct entry *e)
 }
 
 struct entry *store_add(struct store *s, const struct cache_key *k,
-			uint64_t charge, struct member *m)
+			uint64_t charge, struct member *m, uid_t uid)
 {
 	struct entry *e = calloc(1, sizeof(*e));
 
@@ -147,6 +148,7 @@ struct entry *store_add(struct store *s, const struct cache_key *k,
 	e->backend = s->backend;
 	e->owner = s;
 	e->member = m;
+	e->uid = uid;
 	push_front(s, e);
 	s->count++;
 	s->used += charge;
@@ -162,6 +164,14 @@ void store_forget(struct store *s, struct entry *e)
 	s->used -= e->bytes;
 	e->member->bytes -= e->bytes;
 	free(e);
+}
+
+/* Move e's charge to member m: the budget's use is unchanged. */
+void entry_charge_to(struct entry *e, struct member *m)
+{
+	e->member->bytes -= e->bytes;
+	m->bytes += e->bytes;
+	e->member = m;
 }
 
 /* A client that was handed e's view, so that tables name it to its user. */

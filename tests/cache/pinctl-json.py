@@ -23,6 +23,7 @@ evictions: 2; the last: 128.0 MiB, DONATE 0.041 ms, release 9.817 ms; the slowes
     clients: pid 4242 (python3), pid 4243 (a)b), and 2 of other users
     evict: no, mapped by the clients above
     last refused eviction: mapped by 3 clients
+    charged to: /kubepods/pod1234
    3    256 KiB    30.1s    30.0s ready    (a file of another user)
     clients: none mapping it
     evict: yes
@@ -45,7 +46,8 @@ WANT = {
                      {"pid": 4243, "comm": "a)b"}],
          "clients_of_other_users": 2, "evictable": False,
          "evict": "no, mapped by the clients above",
-         "last_refused_eviction": "mapped by 3 clients"},
+         "last_refused_eviction": "mapped by 3 clients",
+         "charged_to": "/kubepods/pod1234"},
         {"id": 3, "size": "256.0 KiB", "size_bytes": 256 << 10,
          "age_s": 30.1, "idle_s": 30.0, "state": "ready", "file": None,
          "clients": [], "clients_of_other_users": 0, "evictable": True,

@@ -170,6 +170,9 @@ static void entry_line(FILE *f, const char *line, int *open)
 	else if (!strncmp(line, "    last refused eviction: ", 27) && *open) {
 		fputs(", \"last_refused_eviction\": ", f);
 		json_str(f, line + 27);
+	} else if (!strncmp(line, "    charged to: ", 16) && *open) {
+		fputs(", \"charged_to\": ", f);
+		json_str(f, line + 16);
 	} else if (line[0] != ' ' || line[1] == ' ') {
 		if (row_json(f, line, !*open))
 			*open = 1;
