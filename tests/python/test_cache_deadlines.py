@@ -18,6 +18,10 @@ from pinmem.safetensors import shared
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FAKE = os.path.join(TOP, "tests", "cache", "fakeservice.py")
 MKST = os.path.join(TOP, "tests", "cache", "mkst.py")
+# Seconds past a deadline that a load may take on a loaded host (make
+# check runs guests beside the host suites; the guests emulate): a client
+# that misses its deadline waits on until the fake service's end instead.
+SLACK = 2.5
 
 
 @pytest.fixture
@@ -68,7 +72,7 @@ def _private_load(path, monkeypatch, sock, timeout):
 def test_silent_service_private_within_deadline(fake, st_file, monkeypatch):
     sock = fake("silent")
     took, said = _private_load(st_file, monkeypatch, sock, "1")
-    assert 0.9 < took < 2.0
+    assert 0.9 < took < SLACK + 1.0
     assert "the service at %s did not answer within 1.0 s" % sock in said
     assert "loading privately" in said
 
@@ -76,14 +80,14 @@ def test_silent_service_private_within_deadline(fake, st_file, monkeypatch):
 def test_full_backlog_private_within_deadline(fake, st_file, monkeypatch):
     sock = fake("full")
     took, said = _private_load(st_file, monkeypatch, sock, "0.5")
-    assert 0.4 < took < 1.5
+    assert 0.4 < took < SLACK + 0.5
     assert "did not accept the connection within 0.5 s" in said
 
 
 def test_heartbeats_carry_past_the_deadline(fake, st_file, monkeypatch):
     sock = fake("heartbeat")
     took, said = _private_load(st_file, monkeypatch, sock, "1")
-    assert 2.9 < took < 4.5
+    assert 2.9 < took < SLACK + 3.0
     assert "the service has no room: over budget (a fake service that " \
         "waited 3 s)" in said
 
