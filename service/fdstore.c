@@ -388,8 +388,8 @@ static void restore_pass(struct store *s, struct member **members,
 		why = rfd < 0 ? "a region's metadata without the region" :
 		      restore_one(s, members, rfd, mfd);
 		if (why) {
-			fprintf(stderr, "pinmem-cached: stored entry %s dropped: %s\n",
-				name, why);
+			fprintf(stderr, "pinmem-cached: stored entry %llx dropped: %s\n",
+				(unsigned long long)id, why);
 			remove_names(f, id, name);
 			++*bad;
 		} else {

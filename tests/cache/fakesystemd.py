@@ -59,9 +59,10 @@ def drain(sock):
 
 
 def tamper(passed):
+    """What is handed back, and the fds made here to close after."""
     path = os.path.join(d, "tamper")
     if not os.path.exists(path):
-        return passed
+        return passed, []
     how = open(path).read().strip()
     os.unlink(path)
     regions = [i for i, (n, _) in enumerate(passed) if n.endswith(".region")]
@@ -70,14 +71,15 @@ def tamper(passed):
         fd = os.memfd_create("tampered", os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, os.fstat(passed[i][1]).st_size)
         passed[i] = (passed[i][0], fd)
-    elif how == "swap" and len(regions) >= 2:
+        return passed, [fd]
+    if how == "swap" and len(regions) >= 2:
         i, j = regions[:2]
         passed[i], passed[j] = (passed[i][0], passed[j][1]), (passed[j][0], passed[i][1])
-    return passed
+    return passed, []
 
 
 def start():
-    passed = tamper(list(store))
+    passed, made = tamper(list(store))
     env = dict(os.environ, NOTIFY_SOCKET=os.path.join(d, "notify"))
     if passed:
         env["LISTEN_FDS"] = str(len(passed))
@@ -91,9 +93,8 @@ def start():
         if passed:
             env["LISTEN_PID"] = str(os.getpid())
         os.execvpe(cmd[0], cmd, env)
-    for n, fd in passed:
-        if (n, fd) not in store:
-            os.close(fd)
+    for fd in made:
+        os.close(fd)
     with open(os.path.join(d, "starts"), "a") as f:
         f.write("%d %d\n" % (pid, len(passed)))
     write("pid", "%d\n" % pid)
