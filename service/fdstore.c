@@ -14,8 +14,10 @@
  * looked at (the service never opens a path): its key is checked, as for
  * every entry, against the key of each client's fd that asks for it.
  *
- * The names: "pinmem-cached.<region id>.region" and "....meta", within
- * systemd's rules for an FDNAME (printable ASCII, no ':', 255 at most).
+ * The names: "pinmem-entry.<region id>.region" and "....meta", within
+ * systemd's rules for an FDNAME (printable ASCII, no ':', 255 at most),
+ * and unlike a socket unit's name ("pinmem-cached.socket"), which names
+ * socket activation's fd in the same LISTEN_FDNAMES.
  * A metadata memfd rather than metadata in the name: the key and the
  * listed name do not fit 255 characters.
  */
@@ -32,7 +34,7 @@
 #include "service.h"
 
 #define FDS_START	3
-#define NAME_PREFIX	"pinmem-cached."
+#define NAME_PREFIX	"pinmem-entry."
 #define META_MAGIC	"PMCFDS1"
 
 /* The stored record; its layout changing makes stored entries unusable. */
@@ -255,11 +257,19 @@ int fdstore_collect(struct fdstore *f)
 	return f->npassed;
 }
 
+static int ends_with(const char *name, size_t len, const char *end)
+{
+	size_t n = strlen(end);
+
+	return len >= n && !strncmp(name + len - n, end, n);
+}
+
 /* Whether a name LISTEN_FDNAMES gives is one of the store's. */
 int fdstore_name_ours(const char *name, size_t len)
 {
 	return len > strlen(NAME_PREFIX) &&
-	       !strncmp(name, NAME_PREFIX, strlen(NAME_PREFIX));
+	       !strncmp(name, NAME_PREFIX, strlen(NAME_PREFIX)) &&
+	       (ends_with(name, len, ".region") || ends_with(name, len, ".meta"));
 }
 
 static int take_fd(struct fdstore *f, uint64_t id, const char *what)

@@ -3,12 +3,14 @@
 """A service manager's file descriptor store, as systemd keeps one, for the
 tests of pinmem-cached's restarts (tests/cache/run-restart).
 
-  fakesystemd.py DIR CMD [ARGS...]
+  fakesystemd.py [--listen SOCK] DIR CMD [ARGS...]
 
 Runs CMD with NOTIFY_SOCKET=DIR/notify and keeps the fds it sends with
 FDSTORE=1 under their FDNAME (FDSTOREREMOVE=1 closes them); whenever CMD
 exits it is started again (Restart=always) with the stored fds from fd 3
 on, LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID, as systemd passes them.
+With --listen, a listening SOCK_SEQPACKET socket bound at SOCK is passed
+first, named "pinmem-cached.socket" as socket activation names it.
 SIGTERM: CMD is stopped and the store closed, as by systemctl stop.
 
 Files in DIR: pid (CMD's pid now), store (the stored names, one a line,
@@ -23,7 +25,14 @@ import socket
 import sys
 import time
 
-d, cmd = sys.argv[1], sys.argv[2:]
+args = sys.argv[1:]
+listen = None
+if args[0] == "--listen":
+    listen = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listen.bind(args[1])
+    listen.listen(64)
+    args = args[2:]
+d, cmd = args[0], args[1:]
 store = []          # (name, fd), in the order stored
 stopping = False
 
@@ -80,6 +89,8 @@ def tamper(passed):
 
 def start():
     passed, made = tamper(list(store))
+    if listen:
+        passed.insert(0, ("pinmem-cached.socket", listen.fileno()))
     env = dict(os.environ, NOTIFY_SOCKET=os.path.join(d, "notify"))
     if passed:
         env["LISTEN_FDS"] = str(len(passed))
