@@ -428,6 +428,8 @@ void fdstore_restore(struct store *s, struct member **members)
 	if (!f || !f->on) {
 		for (unsigned i = 0; f && i < f->npassed; i++)
 			close(f->passed[i].fd);
+		if (f)
+			free(f->passed);
 		fprintf(stderr, "pinmem-cached: starting empty: not under systemd (no NOTIFY_SOCKET), so no entry outlives this process\n");
 		return;
 	}
