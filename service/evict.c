@@ -149,8 +149,11 @@ static void *evict_thread(void *arg)
 	int ret;
 
 	ev->entry = e;
+	/* Out of the fd store first: its copy of the fd would keep the pages. */
+	fdstore_drop(e);
 	ret = pin_region_donate(e->region, 0);
 	if (ret && ret != -EOPNOTSUPP) {
+		fdstore_put(e);
 		ev->err = -ret;
 		if (ret == -EBUSY)
 			note_holders(e, ev);

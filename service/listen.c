@@ -2,6 +2,7 @@
 /*
  * pinmem-cached's listening sockets: those systemd passes (socket
  * activation: LISTEN_PID, LISTEN_FDS, fds from 3 on), or one bound here.
+ * Entries' fds handed back by the service manager's fd store are fdstore.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,28 +20,36 @@
 
 /*
  * The sockets systemd passed, if they are for this process; the variables
- * are removed so that children do not take them for theirs. Returns how
- * many (0: not socket-activated), or -EINVAL for sockets that are not
- * listening SOCK_SEQPACKET ones.
+ * are removed so that children do not take them for theirs. The fds of
+ * the service manager's fd store come in the same variables: those, named
+ * as fdstore.c names them, are left to it. Returns how many sockets (0:
+ * not socket-activated), or -EINVAL for sockets that are not listening
+ * SOCK_SEQPACKET ones.
  */
 int listen_fds_from_systemd(int *fds, int max)
 {
 	const char *pid = getenv("LISTEN_PID"), *nfd = getenv("LISTEN_FDS");
+	const char *names = getenv("LISTEN_FDNAMES");
 	long n;
+	int k = 0;
 
 	if (!pid || !nfd || strtol(pid, NULL, 10) != (long)getpid())
 		return 0;
 	n = strtol(nfd, NULL, 10);
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (n <= 0 || n > max)
+	if (n <= 0)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
 		int fd = LISTEN_FDS_START + i, type = 0, acc = 0;
+		size_t len = names ? strcspn(names, ":") : 0;
 		socklen_t l = sizeof(type);
+		int ours = names && fdstore_name_ours(names, len);
 
-		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) ||
+		if (names)
+			names = names[len] ? names + len + 1 : NULL;
+		if (ours)
+			continue;
+		if (k == max ||
+		    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) ||
 		    type != SOCK_SEQPACKET)
 			return -EINVAL;
 		l = sizeof(acc);
@@ -48,9 +57,12 @@ int listen_fds_from_systemd(int *fds, int max)
 			return -EINVAL;
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		fds[i] = fd;
+		fds[k++] = fd;
 	}
-	return (int)n;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	return k;
 }
 
 /*

@@ -262,6 +262,8 @@ static void *load_thread(void *arg)
 	e->err = load_entry(e);
 	if (e->err)
 		entry_release(e);
+	else
+		fdstore_put(e);
 	member_drop_fd(e->member, e->file_fd);
 	e->file_fd = -1;
 	ev->entry = e;

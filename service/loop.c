@@ -395,6 +395,8 @@ int loop_run(struct store *s, const int *lfds, int nlfds,
 		ret = add_watch(&l, &ws[j]);
 	if (!ret)
 		ret = flow_init(&l);
+	if (!ret)
+		fdstore_restore(s, &l.members);
 	while (!ret && !l.stop) {
 		flow(&l);
 		n = epoll_wait(l.ep, evs, 64, TICK_MS);

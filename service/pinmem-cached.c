@@ -12,8 +12,9 @@
  *
  * Under systemd the socket comes from socket activation; otherwise it is
  * bound at PATH (default $PIN_CACHE_SOCKET, else /run/pinmem/cache.sock:
- * pin_cache_socket's rule, as for every client) and removed at exit. It
- * starts empty: what an earlier instance held died with it.
+ * pin_cache_socket's rule, as for every client) and removed at exit.
+ * Under systemd its entries outlive it in the service manager's fd store
+ * (fdstore.c); elsewhere it starts empty.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -255,9 +256,12 @@ static int serve(struct options *o, uint64_t budget, int backend,
 	static const char *const tenants[] = { "uid", "cgroup", "pod" };
 	char b[32], share[32];
 	struct store s;
+	struct fdstore fds;
 	struct stat bound;
 	int lfds[16], n, ret;
 
+	fdstore_init(&fds);
+	fdstore_collect(&fds);
 	n = listen_fds_from_systemd(lfds, 16);
 	if (n == 0) {
 		path = pin_cache_socket(o->socket);
@@ -274,9 +278,10 @@ static int serve(struct options *o, uint64_t budget, int backend,
 	if (ret)
 		return 1;
 	s.tenant = o->loop.tenant;
+	s.fdstore = &fds;
 	human_bytes(budget, b, sizeof(b));
 	human_bytes(o->loop.member.share, share, sizeof(share));
-	fprintf(stderr, "pinmem-cached: serving at %s, budget %s (one tenant's share %s; a tenant is a %s), %s; starting empty\n",
+	fprintf(stderr, "pinmem-cached: serving at %s, budget %s (one tenant's share %s; a tenant is a %s), %s\n",
 		path ? path : "the sockets systemd passed", b, share,
 		tenants[o->loop.tenant], why);
 	ret = loop_run(&s, lfds, n, &o->loop);

@@ -27,6 +27,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include <pin.h>
@@ -163,6 +165,21 @@ struct member {
 	struct events *ev;
 };
 
+/* The service manager's fd store (fdstore.c). */
+struct fdstore_fd {
+	int fd;
+	char name[256];
+};
+
+struct fdstore {
+	int on;				/* under systemd: $NOTIFY_SOCKET */
+	struct sockaddr_un addr;
+	socklen_t addr_len;
+	struct fdstore_fd *passed;	/* handed back at start, ours by name */
+	unsigned npassed;
+	unsigned restored, dropped;
+};
+
 struct store {
 	struct entry *head, *tail;
 	unsigned count;
@@ -174,6 +191,7 @@ struct store {
 	uint64_t loads;			/* files loaded since start */
 	struct evictions evictions;
 	struct events ev;
+	struct fdstore *fdstore;	/* NULL: entries die with the process */
 };
 
 uint64_t now_ns(void);
@@ -252,6 +270,14 @@ int digest_start(struct events *ev, const struct event *kev,
 
 /* list.c */
 int list_start(struct store *s, uint64_t conn_id, uid_t caller);
+
+/* fdstore.c */
+int fdstore_init(struct fdstore *f);
+int fdstore_collect(struct fdstore *f);
+int fdstore_name_ours(const char *name, size_t len);
+void fdstore_put(struct entry *e);
+void fdstore_drop(struct entry *e);
+void fdstore_restore(struct store *s, struct member **members);
 
 /* listen.c */
 int listen_fds_from_systemd(int *fds, int max);
