@@ -89,23 +89,34 @@ int tenant_pod_cut(char *path)
 	return 0;
 }
 
-/* The cgroup v2 path of pid ("0::PATH" in /proc/PID/cgroup). */
-static int cgroup_of(pid_t pid, char *out, size_t len)
+/* /proc/PID/WHAT's first len - 1 bytes into buf, NUL-terminated. */
+static int read_proc(pid_t pid, const char *what, char *buf, size_t len)
 {
-	char name[64], buf[4096];
+	char name[64];
 	ssize_t n;
-	char *p, *nl;
 	int fd;
 
-	snprintf(name, sizeof(name), "/proc/%d/cgroup", (int)pid);
+	snprintf(name, sizeof(name), "/proc/%d/%s", (int)pid, what);
 	fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n < 0)
 		return -errno;
 	buf[n] = '\0';
+	return 0;
+}
+
+/* The cgroup v2 path of pid ("0::PATH" in /proc/PID/cgroup). */
+static int cgroup_of(pid_t pid, char *out, size_t len)
+{
+	char buf[4096];
+	char *p, *nl;
+	int ret = read_proc(pid, "cgroup", buf, sizeof(buf));
+
+	if (ret)
+		return ret;
 	p = !strncmp(buf, "0::", 3) ? buf : strstr(buf, "\n0::");
 	if (!p)
 		return -ENOENT;		/* not in a cgroup v2 hierarchy */
@@ -174,20 +185,12 @@ int tenant_of_peer(enum tenant_kind kind, int fd, const struct ucred *cr,
 /* The uid a process runs as (effective), for a holder's tenant. */
 int tenant_uid_of(pid_t pid, uid_t *uid)
 {
-	char name[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned r, e;
-	ssize_t n;
-	int fd;
+	int ret = read_proc(pid, "status", buf, sizeof(buf));
 
-	snprintf(name, sizeof(name), "/proc/%d/status", (int)pid);
-	fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
+	if (ret)
+		return ret;
 	p = strstr(buf, "\nUid:");
 	if (!p || sscanf(p + 5, "%u %u", &r, &e) != 2)
 		return -ENOENT;
