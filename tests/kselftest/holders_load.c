@@ -273,6 +273,16 @@ static pid_t spawn_holder(int vfd, int *in, int *out, int ready, int done)
 	return pid;
 }
 
+static pid_t spawn_other(int dev, double *ms, int *nr, int *err,
+			 double until)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(other_user_allocs(dev, ms, nr, err, until));
+	return pid;
+}
+
 PM_FIXTURE(holders_load)
 
 TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
@@ -328,12 +338,9 @@ TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
 
 	/* The same calls without the load: what "held up" is judged by. */
 	until = pm_now() + MEASURE_S;
-	other = fork();
+	other = spawn_other(self->env.dev, st->alloc.base, &st->alloc.nr_base,
+			    &st->alloc_err, until);
 	ASSERT_GE(other, 0);
-	if (other == 0)
-		_exit(other_user_allocs(self->env.dev, st->alloc.base,
-					&st->alloc.nr_base, &st->alloc_err,
-					until));
 	ASSERT_EQ(0, pm_wait(other));
 	time_munmaps(own, mun.base, &mun.nr_base, until);
 	ASSERT_EQ(NR_SAMPLES, mun.nr_base);
@@ -347,12 +354,9 @@ TEST_F_TIMEOUT(holders_load, alloc_and_munmap_not_held_up_by_holders_and_list,
 	usleep(100000);
 
 	until = pm_now() + MEASURE_S;
-	other = fork();
+	other = spawn_other(self->env.dev, st->alloc.loaded, &st->alloc.nr_loaded,
+			    &st->alloc_err, until);
 	ASSERT_GE(other, 0);
-	if (other == 0)
-		_exit(other_user_allocs(self->env.dev, st->alloc.loaded,
-					&st->alloc.nr_loaded, &st->alloc_err,
-					until));
 	time_munmaps(own + NR_SAMPLES, mun.loaded, &mun.nr_loaded, until);
 	EXPECT_EQ(0, pm_wait(other)) TH_LOG("other user: ALLOC %s",
 					    pm_errname(st->alloc_err));
