@@ -143,6 +143,20 @@ bench-guest: deps
 		--rows pinmem,pinload,fst,fst+lock,runai,runai+lock,st+lock,fio \
 		--json $(B)/bench/peers-guest.json
 
+# A new client's first tensor after pinmem-cached restarts (its entries
+# kept in the fd store) against a cold load: a 1 GiB checkpoint in a 6.12
+# guest on the device backend (tests/cache/bench-restart); bench-restart
+# runs it on the host, portable backend.
+bench-restart: deps
+	$(MAKE) all
+	tests/cache/bench-restart 1024
+
+bench-restart-guest: deps
+	$(MAKE) all
+	PINMEM_KERNEL=6.12 PINMEM_VM_MEM=6144 PINMEM_VM_DISK_MB=3072 \
+		PINMEM_VM_TIMEOUT=1800 tests/vm/run env PIN_BACKEND=device \
+		tests/cache/bench-restart 1024 /run/pinmem/scratch/bench-restart
+
 # Two containers (Debian 12's podman and crun, the device through CDI)
 # sharing one pinned copy, and the eviction refused naming their
 # processes: the container test (tests/host.d/61-containers) in a 6.12
@@ -180,4 +194,4 @@ poke-keys: all
 clean:
 	rm -rf $(B)
 
-.PHONY: all deps check check-debug check-kcsan fuzz demo demo-containers bench bench-guest stress boot-loop poke-keys clean install userland
+.PHONY: all deps check check-debug check-kcsan fuzz demo demo-containers bench bench-guest bench-restart bench-restart-guest stress boot-loop poke-keys clean install userland

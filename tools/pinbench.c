@@ -61,6 +61,9 @@ static void usage(FILE *f)
 		"       pinbench evict FILE [--socket PATH] [--runs N]\n"
 		"                      the cost of an eviction; the service's budget must\n"
 		"                      hold one copy of FILE but not two (moves its time on)\n"
+		"       pinbench restart FILE --restart CMD [--socket PATH] [--runs N]\n"
+		"                      a client's first tensor from a cold load, and after\n"
+		"                      CMD restarts the service (moves the file's time on)\n"
 		"       pinbench donate [--size MAX] [--runs N]   DONATE latency, 2 MiB..MAX (default 1G)\n"
 		"       pinbench alloc-rate [--size N] [--runs N]   kernel ALLOC on all CPUs vs one\n"
 		"                      (root; sets pinmem's alloc_threads, restores it; default 1G)\n"
@@ -131,6 +134,12 @@ static int parse_backends(char *arg, struct cfg *c)
 	return 0;
 }
 
+static int print_version(void)
+{
+	printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING, pin_version());
+	return 0;
+}
+
 /* The options into c: -1 to go on, or the exit status. */
 static int parse_options(int argc, char **argv, struct cfg *c)
 {
@@ -148,6 +157,7 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 		{ "no-drop-caches", no_argument, NULL, 'D' },
 		{ "procs", required_argument, NULL, 'p' },
 		{ "socket", required_argument, NULL, 'S' },
+		{ "restart", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -197,10 +207,9 @@ static int parse_options(int argc, char **argv, struct cfg *c)
 			c->procs = (int)v;
 			break;
 		case 'S': c->socket = optarg; break;
+		case 'R': c->restart_cmd = optarg; break;
 		case 'V':
-			printf("pinbench %s (libpin %s)\n", PIN_VERSION_STRING,
-			       pin_version());
-			return 0;
+			return print_version();
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -231,7 +240,7 @@ static void plan_cold_runs(struct cfg *c)
 static int bad_command(int n, char **words)
 {
 	static const char *const takes[] = {
-		"load", "shared", "evict", "save", "donate", "alloc-rate",
+		"load", "shared", "evict", "restart", "save", "donate", "alloc-rate",
 		"prepare", "peers",
 	};
 	size_t i;
@@ -240,13 +249,13 @@ static int bad_command(int n, char **words)
 		if (!strcmp(words[0], takes[i]))
 			break;
 	if (!n)
-		fputs("pinbench: no command (load, shared, evict, save, donate, alloc-rate, prepare or peers)\n",
+		fputs("pinbench: no command (load, shared, evict, restart, save, donate, alloc-rate, prepare or peers)\n",
 		      stderr);
 	else if (i == sizeof(takes) / sizeof(takes[0]))
-		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, save, donate, alloc-rate, prepare or peers)\n",
+		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, restart, save, donate, alloc-rate, prepare or peers)\n",
 			words[0]);
 	else
-		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, save [OUT], donate, alloc-rate, prepare, peers ...)\n",
+		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, restart FILE, save [OUT], donate, alloc-rate, prepare, peers ...)\n",
 			words[0]);
 	args_try_help();
 	return ARGS_EXIT_USAGE;
@@ -311,6 +320,21 @@ int main(int argc, char **argv)
 			return ret;
 		plan_cold_runs(&c);
 		return bench_evict(&c, argv[optind + 1]);
+	}
+	if (optind < argc && !strcmp(argv[optind], "restart") && optind + 2 == argc) {
+		if (!c.restart_cmd) {
+			fputs("pinbench: restart needs --restart CMD (a command that restarts the service)\n",
+			      stderr);
+			args_try_help();
+			return ARGS_EXIT_USAGE;
+		}
+		if (!readable("restart", argv[optind + 1]))
+			return TOOLS_EXIT_FAILED;
+		ret = service_check(&c, "restart");
+		if (ret)
+			return ret;
+		plan_cold_runs(&c);
+		return bench_restart(&c, argv[optind + 1]);
 	}
 	if (optind < argc && !strcmp(argv[optind], "save") && optind + 2 >= argc) {
 		plan_cold_runs(&c);

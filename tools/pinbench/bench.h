@@ -49,6 +49,7 @@ struct cfg {
 	const char *pages[2];	/* per backend: the last load's pages */
 	int procs;		/* shared: the most workers */
 	const char *socket;	/* shared: the service's socket, or NULL */
+	const char *restart_cmd;	/* restart: the command that restarts it */
 };
 
 /* stats.c */
@@ -101,5 +102,6 @@ int bench_donate(struct cfg *c, uint64_t max);		/* donate.c */
 int bench_alloc_rate(struct cfg *c, uint64_t size);	/* alloc_rate.c */
 int bench_shared(struct cfg *c, const char *file);	/* shared.c */
 int bench_evict(struct cfg *c, const char *file);	/* evict.c */
+int bench_restart(struct cfg *c, const char *file);	/* restart.c */
 
 #endif
