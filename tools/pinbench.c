@@ -20,8 +20,12 @@
  *                        with registered buffers)
  *   pinbench prepare     what making locked memory costs by each way a
  *                        loader without the module has (pinbench/prepare.c)
+ *   pinbench restart FILE  a new client's first tensor after the service
+ *                        restarts, against a cold load (pinbench/restart.c)
  *   pinbench peers ...   pinmem's loaders against the other checkpoint
- *                        loaders, from Python (pinbench/peers.c)
+ *                        loaders, from Python (pinbench/python.c)
+ *   pinbench dcp ...     PyTorch distributed checkpoint saves, torch's and
+ *                        pinmem's, from Python (pinbench/python.c)
  *
  * Runs alternate between the methods; the page cache is dropped before each
  * run (needs root; otherwise, or with --no-drop-caches, the report says the
@@ -71,6 +75,9 @@ static void usage(FILE *f)
 		"                      4k, anon THP, and a pool's floor (default 1G)\n"
 		"       pinbench peers [--small] [--runs N] [--json FILE] ...   against the other\n"
 		"                      loaders (tests/python/bench_peers.py --help)\n"
+		"       pinbench dcp [--gib G,..] [--saves N] [--rows ROWS] ...   PyTorch\n"
+		"                      distributed checkpoint saves: torch's own and pinmem's\n"
+		"                      (tests/python/bench_dcp.py --help)\n"
 		"  --runs N            alternated runs per method, 1..%d (default 5)\n"
 		"  --queue-depth N     1..256 (default %u)\n"
 		"  --request-size N    bytes, 4K..64M, K/M suffix (default %u)\n"
@@ -241,7 +248,7 @@ static int bad_command(int n, char **words)
 {
 	static const char *const takes[] = {
 		"load", "shared", "evict", "restart", "save", "donate", "alloc-rate",
-		"prepare", "peers",
+		"prepare", "peers", "dcp",
 	};
 	size_t i;
 
@@ -249,13 +256,13 @@ static int bad_command(int n, char **words)
 		if (!strcmp(words[0], takes[i]))
 			break;
 	if (!n)
-		fputs("pinbench: no command (load, shared, evict, restart, save, donate, alloc-rate, prepare or peers)\n",
+		fputs("pinbench: no command (load, shared, evict, restart, save, donate, alloc-rate, prepare, peers or dcp)\n",
 		      stderr);
 	else if (i == sizeof(takes) / sizeof(takes[0]))
-		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, restart, save, donate, alloc-rate, prepare or peers)\n",
+		fprintf(stderr, "pinbench: unknown command \"%s\" (load, shared, evict, restart, save, donate, alloc-rate, prepare, peers or dcp)\n",
 			words[0]);
 	else
-		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, restart FILE, save [OUT], donate, alloc-rate, prepare, peers ...)\n",
+		fprintf(stderr, "pinbench: %s: wrong operands (load FILE, shared FILE, evict FILE, restart FILE, save [OUT], donate, alloc-rate, prepare, peers, dcp ...)\n",
 			words[0]);
 	args_try_help();
 	return ARGS_EXIT_USAGE;
@@ -285,8 +292,8 @@ int main(int argc, char **argv)
 	};
 	int ret;
 
-	if (argc > 1 && !strcmp(argv[1], "peers"))
-		return bench_peers(argc - 2, argv + 2);
+	if (argc > 1 && (!strcmp(argv[1], "peers") || !strcmp(argv[1], "dcp")))
+		return bench_python(argv[1], argc - 2, argv + 2);
 	ret = parse_options(argc, argv, &c);
 
 	if (ret >= 0)

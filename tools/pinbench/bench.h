@@ -73,8 +73,8 @@ int next_key(const char *file);
 /* prepare.c */
 int bench_prepare(struct cfg *c, uint64_t size);
 
-/* peers.c: runs tests/python/bench_peers.py with argv[0..argc) */
-int bench_peers(int argc, char **argv);
+/* python.c: runs tests/python/bench_NAME.py with argv[0..argc) */
+int bench_python(const char *name, int argc, char **argv);
 
 /* baselines.c */
 enum baseline { BASE_FIO, BASE_FIO_FIXED, BASE_PREAD, BASE_MMAP };
