@@ -106,11 +106,12 @@ static void print_text(const struct cfg *c, const char *file, double mib,
 {
 	printf("restart %s (%.0f MiB), medians of %d run(s):\n", file, mib,
 	       c->runs);
-	printf("  first tensor, cold load            %9.3f s\n", median(cold));
-	printf("  the restart, until the service answers %5.3f s\n",
-	       median(restart));
-	printf("  first tensor, after the restart    %9.3f s (%.0fx faster than cold)\n",
-	       median(warm), median(cold) / median(warm));
+	printf("  first tensor, cold load                %10.2f ms\n",
+	       median(cold) * 1e3);
+	printf("  the restart, until the service answers %10.2f ms\n",
+	       median(restart) * 1e3);
+	printf("  first tensor, after the restart        %10.2f ms (%.0fx faster than cold)\n",
+	       median(warm) * 1e3, median(cold) / median(warm));
 }
 
 int bench_restart(struct cfg *c, const char *file)
