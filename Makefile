@@ -168,7 +168,8 @@ demo-containers: deps
 # Every layout x backend x geometry of the load matrix, per kernel (the
 # guest gets room for a 600 MiB file and its region); then the races of
 # the owner's zap against a view's first mapping, 25 times make check's
-# rounds; then power cuts at every write of a checkpoint save.
+# rounds; then power cuts at every write of a checkpoint save (libpin's,
+# the Python package's, sharded, and a PyTorch distributed checkpoint's).
 stress: deps
 	$(MAKE) all
 	set -e; for k in $(KERNELS); do \
@@ -177,7 +178,8 @@ stress: deps
 		--full /run/pinmem/scratch; \
 		PINMEM_KERNEL=$$k PINMEM_ZAP_ROUNDS=1000 \
 		tests/vm/run tests/guest.d/10-kselftest refs; \
-		PINMEM_KERNEL=$$k PINMEM_POWERCUT_ARGS=--all PINMEM_POWERCUT_KERNELS=$$k \
+		PINMEM_KERNEL=$$k PINMEM_POWERCUT_KERNELS=$$k \
+		PINMEM_POWERCUT_ARGS="--all --saver c,python,sharded,dcp" \
 		PINMEM_POWERCUT_TIMEOUT=14400 PINMEM_VM_TIMEOUT=21600 \
 		tests/vm/run tests/guest.d/47-powercut; \
 	done

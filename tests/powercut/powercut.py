@@ -20,6 +20,13 @@ of them; files the index does not name may be left only if they are a
 save's hidden temporary files or shards of the save's own naming, which
 the next save must clear.
 
+A PyTorch distributed checkpoint (a folder: .metadata and the .distcp
+files it names) is judged by what torch's FileSystemReader loads from it,
+in one process of the test venv's torch that makes the saves too
+(tests/powercut/dcp_server.py): the old step's tensors or the new one's.
+Files .metadata does not name may be left only if they are a save's hidden
+temporary files or .distcp files, which the next save must clear.
+
   powercut.py [--fs ext4,xfs] [--saver c,python,sharded] [--points N | --all] WORK
 
 Savers: c (pinload --save-to: libpin's pin_st_save), python
@@ -29,6 +36,9 @@ test exists to catch: inplace (a save that overwrites the file where it
 lies) and sharded-inplace (each shard replaced atomically under a fixed
 name, then the index). --points N: N cut points per file system and
 saver, spread evenly over its save (default 50); --all: every one.
+dcp (pinmem.dcp.PinStorageWriter) and the one its test exists to catch,
+dcp-torch (torch's FileSystemWriter, which rewrites a folder's .distcp
+files in place), need the test venv (tests/python-venv).
 Prints TAP.
 """
 import argparse
@@ -98,11 +108,64 @@ SAVERS = {
         "    {'weight_map': wm}).encode()])", src, dst],
 }
 SHARDED = {"sharded", "sharded-inplace"}
+DCP = {"dcp": "pinmem", "dcp-torch": "torch"}	# saver -> its writer
+DCP_DIR = "ckpt"
+DCP_FILE = re.compile(r"__\d+_\d+(-[0-9a-f]+)?\.distcp")
 
 
 def target(saver):
-    """The file a saver is given: the checkpoint, or its index."""
+    """What a saver is given: the checkpoint, its index, or its folder."""
+    if saver in DCP:
+        return DCP_DIR
     return INDEX if saver in SHARDED else NAME
+
+
+class DcpServer:
+    """tests/powercut/dcp_server.py under the test venv's python, asked
+    one line at a time."""
+
+    def __init__(self):
+        venv = subprocess.run([os.path.join(TOP, "tests", "python-venv"),
+                               "path"], stdout=subprocess.PIPE,
+                              text=True).stdout.strip()
+        self.p = subprocess.Popen(
+            [os.path.join(venv, "bin", "python"),
+             os.path.join(TOP, "tests", "powercut", "dcp_server.py")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=PY_ENV)
+        if self.p.stdout.readline().strip() != "ready":
+            raise RuntimeError("dcp_server.py did not start")
+
+    def ask(self, *words):
+        self.p.stdin.write(" ".join(words) + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip() or "unreadable: no answer"
+
+    def save(self, src, folder, saver):
+        out = self.ask("save", src, folder, DCP[saver])
+        if out != "ok":
+            raise RuntimeError("dcp save: " + out)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+SERVER = []		# the DcpServer, once a dcp saver has asked for it
+
+
+def dcp_server():
+    if not SERVER:
+        SERVER.append(DcpServer())
+    return SERVER[0]
+
+
+def save(saver, src, dst):
+    """One save of src to dst by saver."""
+    if saver in DCP:
+        dcp_server().save(src, dst, saver)
+    else:
+        run(*SAVERS[saver](src, dst), env=PY_ENV)
 
 
 # The guest has no udev: device-mapper makes its /dev/mapper nodes itself.
@@ -185,8 +248,20 @@ def index_names(folder):
         return None
 
 
+def dcp_load(folder):
+    """(digest, files .metadata names) of the DCP checkpoint in folder, or
+    (why it cannot be read, None)."""
+    out = dcp_server().ask("load", os.path.join(folder, DCP_DIR))
+    if out.startswith("unreadable"):
+        return out, None
+    words = out.split()
+    return words[0], set(words[1:])
+
+
 def checkpoint_digest(folder, saver):
     """What the checkpoint in folder reads as (a digest), or why not."""
+    if saver in DCP:
+        return dcp_load(folder)[0]
     if saver not in SHARDED:
         return digest(os.path.join(folder, NAME))
     wm = index_names(folder)
@@ -195,9 +270,24 @@ def checkpoint_digest(folder, saver):
     return tensors_digest(wm, folder)
 
 
+def dcp_leftovers(folder):
+    """Files in folder's checkpoint folder that its .metadata does not
+    name: (hidden temporary files and .distcp files, which the next save
+    clears; the others)."""
+    names = set(os.listdir(os.path.join(folder, DCP_DIR))) - {".metadata"}
+    names -= dcp_load(folder)[1] or set()
+    allowed = {n for n in names if n.startswith(".") or
+               DCP_FILE.fullmatch(n)}
+    stray = names - allowed
+    stray |= set(os.listdir(folder)) - {"lost+found", DCP_DIR}
+    return allowed, stray
+
+
 def leftovers(folder, saver):
     """Files in folder that are not the checkpoint's: (those a save may
     leave, the others)."""
+    if saver in DCP:
+        return dcp_leftovers(folder)
     names = set(os.listdir(folder)) - {"lost+found", target(saver)}
     if saver in SHARDED:
         names -= set((index_names(folder) or {}).values())
@@ -232,6 +322,11 @@ def mkfs(fs, dev):
         run("mkfs.xfs", "-q", "-f", "-K", dev)
 
 
+def first_saver(saver):
+    """Who saves the old checkpoint that saver's save replaces."""
+    return saver if saver in SHARDED or saver in DCP else "c"
+
+
 def record(fs, saver, work, old, new):
     """Log a save of new over old; returns the log's path."""
     data = Loop(os.path.join(work, "data.img"), DEV_MB)
@@ -243,13 +338,10 @@ def record(fs, saver, work, old, new):
             (sectors(data.dev), data.dev, log.dev))
         mkfs(fs, "/dev/mapper/" + LW)
         run("mount", "/dev/mapper/" + LW, mnt)
-        first = saver if saver in SHARDED else "c"
-        run(*SAVERS[first](old, os.path.join(mnt, target(saver))),
-            env=PY_ENV)
+        save(first_saver(saver), old, os.path.join(mnt, target(saver)))
         run("sync")
         run("dmsetup", "message", LW, "0", "mark", "base")
-        run(*SAVERS[saver](new, os.path.join(mnt, target(saver))),
-            env=PY_ENV)
+        save(saver, new, os.path.join(mnt, target(saver)))
         run("dmsetup", "message", LW, "0", "mark", "saved")
         run("umount", mnt)
         run("dmsetup", "remove", LW)
@@ -356,13 +448,15 @@ def inspect(mnt, saver, hashes, must_be_new, resave):
     if stray:
         return "unexpected files: %s" % ", ".join(sorted(stray))
     if resave:
-        out = subprocess.run(SAVERS[saver](resave, os.path.join(
-            mnt, target(saver))), env=PY_ENV,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        if out.returncode or checkpoint_digest(mnt, saver) != new:
-            return "the next save failed: " + out.stdout.decode().strip()
+        try:
+            save(saver, resave, os.path.join(mnt, target(saver)))
+            why = None
+        except RuntimeError as e:
+            why = str(e)
+        if why or checkpoint_digest(mnt, saver) != new:
+            return "the next save failed: %s" % (why or "not the new one")
         kept = [n for n in leftovers(mnt, saver)[0]
-                if SHARD_PATTERN.fullmatch(n)]
+                if SHARD_PATTERN.fullmatch(n) or DCP_FILE.fullmatch(n)]
         if kept:
             return "the next save left a cut save's shards: %s" % (
                 ", ".join(sorted(kept)))
@@ -372,7 +466,7 @@ def inspect(mnt, saver, hashes, must_be_new, resave):
 def reference(saver, src, work):
     """What saver writes for src (libpin pads the header, say): its digest;
     for a sharded saver, the tensors of src."""
-    if saver in SHARDED:
+    if saver in SHARDED or saver in DCP:
         return file_tensors_digest(src)
     out = os.path.join(work, "reference.st")
     run(*SAVERS[saver](src, out), env=PY_ENV)
@@ -383,8 +477,8 @@ def reference(saver, src, work):
 
 def one(fs, saver, work, old, new, npoints):
     t0 = time.monotonic()
-    first = saver if saver in SHARDED else "c"
-    hashes = (reference(first, old, work), reference(saver, new, work))
+    hashes = (reference(first_saver(saver), old, work),
+              reference(saver, new, work))
     log = dmlog.Log(record(fs, saver, work, old, new))
     try:
         base, saved = log.mark("base"), log.mark("saved")
@@ -427,7 +521,7 @@ def main():
         ap.error("--points: at least 2")
     fss, savers = a.fs.split(","), a.saver.split(",")
     for s in savers:
-        if s not in SAVERS:
+        if s not in SAVERS and s not in DCP:
             ap.error("--saver: unknown saver %r" % s)
     run("modprobe", "-a", "dm-log-writes", "dm-snapshot", "loop")
     os.makedirs(a.work, exist_ok=True)
@@ -444,6 +538,8 @@ def main():
             failed += not ok
             print("%s %d - power cut during a save (%s, %s): %s" % (
                 "ok" if ok else "not ok", n, fs, saver, what), flush=True)
+    for server in SERVER:
+        server.close()
     return 1 if failed else 0
 
 
