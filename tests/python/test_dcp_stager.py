@@ -15,10 +15,11 @@ case of the wait (Region.donate) in the guests' venv run
 import errno
 import gc
 import os
-import resource
 import shutil
+import socket
+import subprocess
+import sys
 import time
-import warnings
 
 import pytest
 
@@ -258,7 +259,8 @@ def test_deadline_leaves_the_staged_memory_unchanged(dcp, dev):
         assert "region %d" % region.id in text and "unchanged" in text
         if dev.backend == "device":
             # The kernel names the holder: this process's view.
-            assert e.value.holders and "pid %d" % os.getpid() in text
+            assert [h.pid for h in e.value.holders] == [os.getpid()]
+            assert str(e.value.holders[0]) in text
             assert region.state == "sealed"
         else:
             assert "still referenced" in text
@@ -285,4 +287,50 @@ def test_device_backend_seals_what_the_writer_reads(dcp, dev, device_only):
         assert stager.region.info().view_mappings == 1
         assert out["w"].sum().item() == 0
     finally:
+        stager.close()
+
+
+CHILD = r"""
+import sys, socket
+sys.path.insert(0, %r)
+import numpy as np, pinmem
+s = socket.socket(fileno=int(sys.argv[1]))
+r = pinmem.open().import_region(pinmem.recv_fd(s))
+a = r.view(np.float32, (1024,))
+print(float(a[0]), flush=True)
+sys.stdin.readline()
+""" % os.path.join(TOP, "libpin", "python")
+
+
+def test_a_writer_in_another_process_holds_the_stage(dcp, dev):
+    """The region fd passed to another process (a checkpoint writer
+    there), which maps a view: on the device backend the kernel counts
+    it and the next save waits for it; the portable backend cannot see
+    it (its guarantee is this process's only)."""
+    torch, _, pd = dcp
+    stager = pd.PinStager(dev=dev, timeout=0.3, cuda=None)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(b.fileno())],
+                             pass_fds=[b.fileno()], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    b.close()
+    try:
+        stager.stage({"w": torch.full((1024,), 5.0)})   # dropped at once
+        pinmem.send_fd(a, stager.region.fd())
+        assert child.stdout.readline().split() == ["5.0"]
+        if dev.backend == "device":
+            with pytest.raises(pinmem.BusyError) as e:
+                stager.stage({"w": torch.full((1024,), 6.0)})
+            assert [h.pid for h in e.value.holders] == [child.pid]
+            child.stdin.write("\n")
+            child.stdin.flush()
+            assert child.wait(timeout=120) == 0
+        out = stager.stage({"w": torch.full((1024,), 6.0)})
+        assert out["w"].tolist() == [6.0] * 1024
+    finally:
+        if child.poll() is None:
+            child.stdin.write("\n")
+            child.stdin.flush()
+            child.wait(timeout=120)
+        a.close()
         stager.close()

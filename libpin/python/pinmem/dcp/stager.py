@@ -260,7 +260,7 @@ class PinStager(AsyncStager):
             if e.errno not in (errno.EBUSY, errno.ETIMEDOUT):
                 raise
             if self._timeout is not None and first >= self._timeout:
-                raise self._busy(e, r.holders(), r.refs()) from None
+                raise self._busy(e, self._views(), r.refs()) from None
         gc.collect()
         rest = None if self._timeout is None else \
             max(0.0, self._timeout - (time.monotonic() - start))
@@ -269,7 +269,12 @@ class PinStager(AsyncStager):
         except core.PinError as e:
             if e.errno not in (errno.EBUSY, errno.ETIMEDOUT):
                 raise
-            raise self._busy(e, r.holders(), r.refs()) from None
+            raise self._busy(e, self._views(), r.refs()) from None
+
+    def _views(self):
+        """The view mappings holding the region (its owner mapping, which
+        the stager keeps, holds nothing up)."""
+        return [h for h in self._region.holders() if h.kind != "owner"]
 
     def _wait_view_gone(self):
         """Portable backend: no kernel count; wait for the view mapping
