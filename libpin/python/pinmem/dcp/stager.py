@@ -145,6 +145,7 @@ class PinStager(AsyncStager):
         self._cuda_arg = cuda
         self._cuda = None
         self._cuda_tried = False
+        self._registered = False
         self._lock = threading.Lock()
         self._closed = False
         self._region = None
@@ -203,7 +204,7 @@ class PinStager(AsyncStager):
     @property
     def registered(self):
         """Whether the region is registered with CUDA."""
-        return self._region is not None and self._cuda is not None
+        return self._registered
 
     # -- the steps
 
@@ -219,11 +220,7 @@ class PinStager(AsyncStager):
             self._cuda_tried = True
             self._cuda = _open_cuda(self._cuda_arg)
         if self._cuda is not None:
-            try:
-                self._cuda.register(region)
-            except BaseException:
-                region.close()
-                raise
+            self._register(region)
         owner = region.owner_array(np.uint8, (layout.nbytes,))
         self._region = region
         self._dst = layout.tensors_over(owner)
@@ -235,9 +232,26 @@ class PinStager(AsyncStager):
         self._dst, self._layout, self._last_view = None, None, None
         if region is None:
             return
-        if self._cuda is not None:
+        if self._registered:
             self._cuda.unregister(region)
+            self._registered = False
         region.close()
+
+    def _register(self, region):
+        """Register the owner mapping with CUDA, once per region. A refusal
+        is an error where the caller gave the handle, a warning (and no
+        registration) under "auto"."""
+        try:
+            self._cuda.register(region)
+            self._registered = True
+        except core.PinError as e:
+            if self._cuda_arg != "auto":
+                region.close()
+                raise
+            warnings.warn("PinStager: CUDA did not register staging region "
+                          "%d (%s); copies from GPUs into it are staged as "
+                          "into pageable memory" % (region.id, e.strerror),
+                          RuntimeWarning, stacklevel=4)
 
     def _reclaim(self):
         """Wait until the last save's writer no longer holds the region,
