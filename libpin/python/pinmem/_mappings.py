@@ -132,7 +132,10 @@ class _ViewMapping:
     lock=False leaves it to lock(), for a caller that first drops another
     locked mapping of the same pages), the device backend's pages are
     pinned by the kernel; and a shared mapping is registered with CUDA
-    where a driver is present (_cuda_auto). .locked says the first."""
+    where a driver is present (_cuda_auto), unless register=False (a
+    caller that registered the region's owner mapping once instead, and
+    hands out a fresh view of the same pages at every use: pinmem.dcp).
+    .locked says the first."""
 
     __module__ = _CORE
     __slots__ = ("addr", "length", "offset", "writable", "private",
@@ -141,7 +144,7 @@ class _ViewMapping:
 
     def __init__(self, rptr, region_id, offset, length, writable,
                  rerr, holders_of, private=False, backend="portable",
-                 view=None, lock=True):
+                 view=None, lock=True, register=True):
         v = ctypes.c_void_p(view)
         flags = _lib.PIN_VIEW_WRITE if writable and not private else 0
         if view is None:
@@ -180,7 +183,8 @@ class _ViewMapping:
         else:
             self._fin = weakref.finalize(self, _end_view, v.value,
                                          addr.value)
-            _cuda_auto.AUTO.register(v.value, addr.value, length)
+            if register:
+                _cuda_auto.AUTO.register(v.value, addr.value, length)
         # weakref.finalize would otherwise unmap at interpreter exit while
         # arrays over the mapping still live (a later atexit hook or a
         # daemon thread reading one segfaults); exit unmaps it anyway.
