@@ -12,7 +12,8 @@ model and optimizer (set_state_dict) and compares every tensor bit for
 bit. It also saves a tensor sharded across the ranks (a DTensor,
 Shard(0)) to DIR/shard with PinStorageWriter; with RESHARD_FROM (a
 DIR/shard written at another world size) it loads that into a DTensor
-sharded across this run's ranks and checks its rows. Rank r writes
+sharded across this run's ranks and checks its rows; and it loads its
+own DIR/shard into a DTensor sharded by columns (Shard(1)). Rank r writes
 DIR/rank-r.json: what it checked.
 """
 import json
@@ -121,7 +122,16 @@ def sharded(top, reshard_from):
     w = distribute_tensor(full(), mesh, [Shard(0)])
     dcp.save({"w": w}, storage_writer=PinStorageWriter(os.path.join(
         top, "shard")))
-    out = {}
+    # The saved row blocks cut into column blocks: each read narrowed.
+    cols = distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
+                                         dtype=torch.float64),
+                             mesh, [Shard(1)])
+    dcp.load({"w": cols}, storage_reader=PinStorageReader(os.path.join(
+        top, "shard")))
+    n = FULL_COLS // dist.get_world_size()
+    r = dist.get_rank()
+    out = {"columns equal": torch.equal(cols.to_local(),
+                                        full()[:, r * n:(r + 1) * n])}
     if reshard_from:
         got = distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
                                             dtype=torch.float64),
