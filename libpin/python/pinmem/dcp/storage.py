@@ -229,8 +229,8 @@ class PinStorageReader(_fs.FileSystemReader):
             raise ValueError(
                 "%s: %d bytes, but .metadata puts %s at [%d, %d): the file "
                 "is truncated or .metadata is not its checkpoint's" % (
-                    path, size, far.relative_path and
-                    _fqn_of(self.storage_data, far), far.offset, hi))
+                    path, size, _fqn_of(self.storage_data, far),
+                    far.offset, hi))
         return lo, hi
 
     def _read_file(self, path, reqs, planner):
