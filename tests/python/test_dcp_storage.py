@@ -125,6 +125,26 @@ def test_files_are_torch_s_byte_for_byte(tmp_path):
     assert mds[0].state_dict_metadata == mds[1].state_dict_metadata
 
 
+def test_parts_become_the_file_in_order(tmp_path):
+    """Small parts past the 8 MiB gathered, large ones at offsets that are
+    not 4096 multiples, a short tail: the file is their concatenation."""
+    from pinmem.dcp import _stream
+    g = torch.Generator().manual_seed(3)
+    small = [torch.randint(0, 256, (3001,), generator=g,
+                           dtype=torch.uint8).numpy().tobytes()
+             for _ in range(3000)]
+    large = torch.randint(0, 256, ((3 << 20) + 7,), generator=g,
+                          dtype=torch.uint8)
+    parts = [(p, None) for p in small[:5]] + \
+        [(memoryview(large.numpy()), large)] + \
+        [(p, None) for p in small[5:]] + [(b"tail!", None)]
+    path = tmp_path / "f"
+    _stream.write_parts(str(path), parts, _stream.IoOpts())
+    assert path.read_bytes() == b"".join(bytes(p) for p, _ in parts)
+    with pytest.raises(FileExistsError):
+        _stream.write_parts(str(path), parts, _stream.IoOpts())
+
+
 @pytest.mark.parametrize("writer,reader", [
     (PinStorageWriter, FileSystemReader),
     (FileSystemWriter, PinStorageReader),

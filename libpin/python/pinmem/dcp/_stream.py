@@ -76,7 +76,6 @@ def write_parts(path, parts, opts):
     pin_file_write. Views of 1 MiB and more go from their own memory;
     smaller parts are gathered so that every write starts at a multiple
     of ALIGN, as pin_file_write needs."""
-    _need()
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                      os.O_CLOEXEC, 0o666))
     pending = bytearray()
@@ -102,12 +101,6 @@ def write_parts(path, parts, opts):
         pending = bytearray(mv[head + body:])
     if pending:
         opts.put(path, memoryview(pending), off)
-
-
-def _need():
-    if not _lib.has("pin_file_write"):
-        raise PinError(38, "this libpin (%s) has no pin_file_write: "
-                       "checkpoint I/O is not built in" % lib.pinmem_path)
 
 
 class IoOpts:
