@@ -177,6 +177,8 @@ class PinStorageWriter(_fs.FileSystemWriter):
             md_name, mine = _fs._metadata_fn, "__"
         replace_file(os.path.join(self.path, md_name),
                      [pickle.dumps(metadata)])
+        # A folder this save made is durable only once its parent is.
+        _sync_folder(os.path.dirname(os.path.abspath(self.path)))
         self._remove_unnamed(storage, mine)
 
     def _remove_unnamed(self, storage, mine):
