@@ -94,8 +94,8 @@ def load(path, reader=PinStorageReader, sd=None):
 
 
 def failure(call, *args, **kwargs):
-    """The exception call(*args, **kwargs) raised inside dcp.save or dcp.load (which
-    wrap it in a CheckpointException, a BaseException)."""
+    """The exception call(*args, **kwargs) raised inside dcp.save or
+    dcp.load (which wrap it in a CheckpointException, a BaseException)."""
     from torch.distributed.checkpoint.api import CheckpointException
     with pytest.raises(CheckpointException) as info:
         call(*args, **kwargs)

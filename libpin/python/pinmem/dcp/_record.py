@@ -97,5 +97,6 @@ def load_tensor(arr, base, length):
     u.persistent_load = storage
     t = u.load()
     if not isinstance(t, torch.Tensor):
-        raise ValueError("the record holds %s, not a tensor" % type(t).__name__)
+        raise ValueError("the record holds %s, not a tensor" %
+                         type(t).__name__)
     return t
