@@ -308,6 +308,8 @@ _OPTIONAL = {
                             c_uint64, POINTER(PinIoOpts),
                             POINTER(PinIoStats)]),
     "pin_file_span": (c_uint64, [c_uint64, c_uint64]),
+    "pin_file_write": (c_int, [c_void_p, c_uint64, c_char_p, c_uint64,
+                               POINTER(PinIoOpts), POINTER(PinIoStats)]),
     "pin_fd_send": (c_int, [c_int, c_int]),
     "pin_fd_recv": (c_int, [c_int, POINTER(c_int)]),
     "pin_st_stats": (c_int, [_st, POINTER(PinIoStats)]),

@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: MIT
-"""torch.distributed.checkpoint (DCP) over pinmem regions (importable
-only where torch has DCP's async staging: torch 2.9 and later).
+"""torch.distributed.checkpoint (DCP) over pinmem (importable only where
+torch has DCP: torch 2; the stager needs DCP's async staging, 2.9 and
+later): the stager stages async_save's state dict in one reused region,
+the storage layer writes and reads torch's own .distcp layout with
+libpin's io_uring I/O.
 
     import torch.distributed.checkpoint as dcp
-    from pinmem.dcp import PinStager
+    from pinmem.dcp import PinStager, PinStorageWriter, PinStorageReader
     stager = PinStager()
-    f = dcp.async_save(sd, checkpoint_id=path, async_stager=stager)
+    f = dcp.async_save(sd, storage_writer=PinStorageWriter(path),
+                       async_stager=stager)
     stager.close()                  # after the last save
+    dcp.load(sd, storage_reader=PinStorageReader(path))
 
-Documentation/training.md says what is staged where and what the kernel
-guarantees about reusing the staging memory.
+Documentation/training.md says what is staged where, what the kernel
+guarantees about reusing the staging memory, and how a save commits.
 """
 from .stager import PinStager
+from .storage import PinStorageWriter, PinStorageReader
 
-__all__ = ["PinStager"]
+__all__ = ["PinStager", "PinStorageWriter", "PinStorageReader"]

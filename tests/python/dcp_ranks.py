@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: GPL-2.0
+"""One rank of test_dcp_storage's multi-rank runs (gloo, CPU).
+
+    RANK=r WORLD_SIZE=n MASTER_ADDR=127.0.0.1 MASTER_PORT=p \
+        python dcp_ranks.py DIR [RESHARD_FROM]
+
+Each rank trains a small Transformer layer one Adam step (the same on
+every rank), saves model and optimizer state (get_state_dict) with
+PinStorageWriter to DIR/pin and with torch's FileSystemWriter to
+DIR/torch, then loads each with the other side's reader into a fresh
+model and optimizer (set_state_dict) and compares every tensor bit for
+bit. It also saves a tensor sharded across the ranks (a DTensor,
+Shard(0)) to DIR/shard with PinStorageWriter; with RESHARD_FROM (a
+DIR/shard written at another world size) it loads that into a DTensor
+sharded across this run's ranks and checks its rows; and it loads its
+own DIR/shard into a DTensor sharded by columns (Shard(1)). Rank r writes
+DIR/rank-r.json: what it checked.
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint.state_dict import (get_state_dict,
+                                                     set_state_dict)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "libpin", "python"))
+from pinmem.dcp import PinStorageReader, PinStorageWriter  # noqa: E402
+
+FULL_ROWS, FULL_COLS = 24, 40
+
+
+def trained():
+    torch.manual_seed(1234)
+    model = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4,
+                                             dim_feedforward=64,
+                                             dropout=0.0, batch_first=True)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(2, 5, 32)).square().mean().backward()
+    opt.step()
+    return model, opt
+
+
+def fresh():
+    torch.manual_seed(99)
+    model = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4,
+                                             dim_feedforward=64,
+                                             dropout=0.0, batch_first=True)
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def flat(x, path=""):
+    """path -> tensor or value, every leaf of a nested state dict."""
+    if isinstance(x, dict):
+        out = {}
+        for k, v in x.items():
+            out.update(flat(v, "%s/%s" % (path, k)))
+        return out
+    if isinstance(x, (list, tuple)):
+        out = {}
+        for i, v in enumerate(x):
+            out.update(flat(v, "%s/%d" % (path, i)))
+        return out
+    return {path: x}
+
+
+def same(a, b):
+    """The leaves that differ (tensors bit for bit: dtype, shape, bytes)."""
+    fa, fb = flat(a), flat(b)
+    bad = sorted(set(fa) ^ set(fb))
+    for k in set(fa) & set(fb):
+        x, y = fa[k], fb[k]
+        if isinstance(x, torch.Tensor):
+            if not (isinstance(y, torch.Tensor) and x.dtype == y.dtype and
+                    x.shape == y.shape and
+                    torch.equal(x.reshape(-1).view(torch.uint8),
+                                y.reshape(-1).view(torch.uint8))):
+                bad.append(k)
+        elif x != y:
+            bad.append(k)
+    return bad
+
+
+def model_round_trips(top):
+    model, opt = trained()
+    msd, osd = get_state_dict(model, opt)
+    want = {"model": msd, "optim": osd}
+    dcp.save(want, storage_writer=PinStorageWriter(os.path.join(top, "pin")))
+    dcp.save(want, storage_writer=FileSystemWriter(os.path.join(top,
+                                                                "torch")))
+    dist.barrier()
+    out = {}
+    for name, reader in (("pin", FileSystemReader), ("torch",
+                                                     PinStorageReader)):
+        m2, o2 = fresh()
+        msd2, osd2 = get_state_dict(m2, o2)
+        sd = {"model": msd2, "optim": osd2}
+        dcp.load(sd, storage_reader=reader(os.path.join(top, name)))
+        set_state_dict(m2, o2, model_state_dict=sd["model"],
+                       optim_state_dict=sd["optim"])
+        msd3, osd3 = get_state_dict(m2, o2)
+        out["%s read by %s" % (name, reader.__name__)] = same(
+            want, {"model": msd3, "optim": osd3})
+    out["tensors"] = len([v for v in flat(want).values()
+                          if isinstance(v, torch.Tensor)])
+    return out
+
+
+def full():
+    return torch.arange(FULL_ROWS * FULL_COLS,
+                        dtype=torch.float64).reshape(FULL_ROWS, FULL_COLS)
+
+
+def sharded(top, reshard_from):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    w = distribute_tensor(full(), mesh, [Shard(0)])
+    dcp.save({"w": w}, storage_writer=PinStorageWriter(os.path.join(
+        top, "shard")))
+    # The saved row blocks cut into column blocks: each read narrowed.
+    cols = distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
+                                         dtype=torch.float64),
+                             mesh, [Shard(1)])
+    dcp.load({"w": cols}, storage_reader=PinStorageReader(os.path.join(
+        top, "shard")))
+    n = FULL_COLS // dist.get_world_size()
+    r = dist.get_rank()
+    out = {"columns equal": torch.equal(cols.to_local(),
+                                        full()[:, r * n:(r + 1) * n])}
+    if reshard_from:
+        got = distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
+                                            dtype=torch.float64),
+                                mesh, [Shard(0)])
+        dcp.load({"w": got}, storage_reader=PinStorageReader(reshard_from))
+        local = got.to_local()
+        rows = FULL_ROWS // dist.get_world_size()
+        r = dist.get_rank()
+        out["reshard rows"] = [r * rows, (r + 1) * rows]
+        out["reshard equal"] = torch.equal(local,
+                                           full()[r * rows:(r + 1) * rows])
+    return out
+
+
+def main():
+    top = sys.argv[1]
+    if not dist.is_initialized():
+        dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    res = {"world": dist.get_world_size()}
+    res.update(model_round_trips(top))
+    res.update(sharded(top, sys.argv[2] if len(sys.argv) > 2 else None))
+    dist.barrier()
+    dist.destroy_process_group()
+    with open(os.path.join(top, "rank-%d.json" % rank), "w") as f:
+        json.dump(res, f)
+
+
+if __name__ == "__main__":
+    main()

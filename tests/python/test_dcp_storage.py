@@ -1,0 +1,361 @@
+# SPDX-License-Identifier: GPL-2.0
+"""pinmem.dcp's PinStorageWriter and PinStorageReader against torch's
+FileSystemWriter and FileSystemReader: the same files, read both ways
+bit for bit, at 1, 2 and 4 ranks over gloo, resharded from 4 ranks to 2,
+committed atomically, and clear errors for broken checkpoints."""
+import errno
+import filecmp
+import json
+import os
+import pickle
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _torch_version():
+    try:
+        from importlib import metadata
+        return tuple(int(x) for x in
+                     metadata.version("torch").split("+")[0].split(".")[:2])
+    except Exception:
+        return None
+
+
+# Checked without importing torch (seconds; minutes under an emulator).
+_TV = _torch_version()
+if _TV is None:
+    pytest.skip("torch is not installed", allow_module_level=True)
+if _TV < (2, 0) or os.environ.get("PINMEM_PY_NO_TORCH") == "1":
+    pytest.skip("pinmem.dcp needs torch 2's torch.distributed.checkpoint "
+                "(this Python's torch is %d.%d%s)" % (
+                    _TV + ((", left out: $PINMEM_PY_NO_TORCH=1",)
+                           if os.environ.get("PINMEM_PY_NO_TORCH") == "1"
+                           else ("",))), allow_module_level=True)
+
+import torch  # noqa: E402
+import torch.distributed.checkpoint as dcp  # noqa: E402
+from torch.distributed.checkpoint import (FileSystemReader,  # noqa: E402
+                                          FileSystemWriter)
+
+from pinmem.dcp import PinStorageReader, PinStorageWriter  # noqa: E402
+from pinmem.dcp import storage as pin_storage  # noqa: E402
+
+pytestmark = [pytest.mark.torch,
+              pytest.mark.filterwarnings("ignore::UserWarning")]
+
+
+def state():
+    """Tensors of many kinds (dtypes, a transposed one, an empty one, a
+    scalar, one over 1 MiB) and plain objects (byte items)."""
+    g = torch.Generator().manual_seed(7)
+    return {
+        "big": torch.randn(700, 600, generator=g),
+        "bf16": torch.randn(33, 17, generator=g).to(torch.bfloat16),
+        "i8": torch.randint(-128, 127, (1000,), generator=g,
+                            dtype=torch.int8),
+        "mask": torch.rand(5, 7, generator=g) > 0.5,
+        "f64": torch.randn(3, generator=g, dtype=torch.float64),
+        "t": torch.randn(90, 40, generator=g).t(),
+        "empty": torch.zeros(0, 3),
+        "scalar": torch.tensor(3.25),
+        "extra": {"step": 12, "name": "run-a", "lr": [1e-3, 2e-4]},
+    }
+
+
+def zeros_like(sd):
+    return {k: (torch.zeros_like(v) if isinstance(v, torch.Tensor) else
+                {"step": 0, "name": "", "lr": [0.0]})
+            for k, v in sd.items()}
+
+
+def bits_equal(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
+        a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
+
+
+def assert_same(want, got):
+    for k, v in want.items():
+        if isinstance(v, torch.Tensor):
+            assert bits_equal(v, got[k]), k
+        else:
+            assert got[k] == v, k
+
+
+def load(path, reader=PinStorageReader, sd=None):
+    out = zeros_like(sd or state())
+    dcp.load(out, storage_reader=reader(path))
+    return out
+
+
+def failure(call, *args, **kwargs):
+    """The exception call(*args, **kwargs) raised inside dcp.save or
+    dcp.load (which wrap it in a CheckpointException, a BaseException)."""
+    from torch.distributed.checkpoint.api import CheckpointException
+    with pytest.raises(CheckpointException) as info:
+        call(*args, **kwargs)
+    (exc, _), = info.value.failures.values()
+    return exc
+
+
+def names(path):
+    return sorted(os.listdir(path))
+
+
+# ---- one process, no process group ----------------------------------------
+
+def test_files_are_torch_s_byte_for_byte(tmp_path):
+    sd = state()
+    dcp.save(sd, storage_writer=PinStorageWriter(tmp_path / "pin"))
+    dcp.save(sd, storage_writer=FileSystemWriter(tmp_path / "torch"))
+    assert names(tmp_path / "pin") == names(tmp_path / "torch") == \
+        [".metadata", "__0_0.distcp"]
+    assert filecmp.cmp(tmp_path / "pin" / "__0_0.distcp",
+                       tmp_path / "torch" / "__0_0.distcp", shallow=False)
+    mds = []
+    for side in ("pin", "torch"):
+        with open(tmp_path / side / ".metadata", "rb") as f:
+            mds.append(pickle.load(f))
+    assert mds[0].storage_data == mds[1].storage_data
+    assert mds[0].state_dict_metadata == mds[1].state_dict_metadata
+
+
+def test_parts_become_the_file_in_order(tmp_path):
+    """Small parts past the 8 MiB gathered, large ones at offsets that are
+    not 4096 multiples, a short tail: the file is their concatenation."""
+    from pinmem.dcp import _stream
+    g = torch.Generator().manual_seed(3)
+    small = [torch.randint(0, 256, (3001,), generator=g,
+                           dtype=torch.uint8).numpy().tobytes()
+             for _ in range(3000)]
+    large = torch.randint(0, 256, ((3 << 20) + 7,), generator=g,
+                          dtype=torch.uint8)
+    parts = [(p, None) for p in small[:5]] + \
+        [(memoryview(large.numpy()), large)] + \
+        [(p, None) for p in small[5:]] + [(b"tail!", None)]
+    path = tmp_path / "f"
+    _stream.write_parts(str(path), parts, _stream.IoOpts())
+    assert path.read_bytes() == b"".join(bytes(p) for p, _ in parts)
+    with pytest.raises(FileExistsError):
+        _stream.write_parts(str(path), parts, _stream.IoOpts())
+
+
+@pytest.mark.parametrize("writer,reader", [
+    (PinStorageWriter, FileSystemReader),
+    (FileSystemWriter, PinStorageReader),
+    (PinStorageWriter, PinStorageReader)])
+def test_cross_reading_is_bit_exact(tmp_path, writer, reader):
+    sd = state()
+    dcp.save(sd, storage_writer=writer(tmp_path))
+    assert_same(sd, load(tmp_path, reader))
+
+
+def test_a_reused_folder_gets_new_names_and_loses_the_old(tmp_path):
+    first = state()
+    dcp.save(first, storage_writer=PinStorageWriter(tmp_path))
+    second = {k: (v + 1 if isinstance(v, torch.Tensor) and
+                  v.dtype.is_floating_point else v)
+              for k, v in first.items()}
+    dcp.save(second, storage_writer=PinStorageWriter(tmp_path))
+    files = names(tmp_path)
+    assert files[0] == ".metadata" and len(files) == 2
+    assert files[1].startswith("__0_0-") and files[1].endswith(".distcp")
+    assert_same(second, load(tmp_path))
+    assert_same(second, load(tmp_path, FileSystemReader))
+
+
+def test_a_save_cut_before_its_commit_leaves_the_previous(tmp_path,
+                                                          monkeypatch):
+    first = state()
+    dcp.save(first, storage_writer=PinStorageWriter(tmp_path))
+    before = names(tmp_path)
+
+    def crash(self, metadata, results):
+        raise OSError("power cut before .metadata")
+    monkeypatch.setattr(PinStorageWriter, "finish", crash)
+    second = {k: (torch.full_like(v, 5) if isinstance(v, torch.Tensor)
+                  else v) for k, v in first.items()}
+    assert "power cut" in str(failure(
+        dcp.save, second, storage_writer=PinStorageWriter(tmp_path)))
+    monkeypatch.undo()
+    assert set(before) < set(names(tmp_path))      # the new, uncommitted
+    assert_same(first, load(tmp_path))
+    assert_same(first, load(tmp_path, FileSystemReader))
+    dcp.save(second, storage_writer=PinStorageWriter(tmp_path))
+    assert len(names(tmp_path)) == 2               # the cut save's gone
+
+
+def test_metadata_is_committed_after_the_data_is_in_place(tmp_path,
+                                                          monkeypatch):
+    seen = []
+    real = pin_storage.replace_file
+
+    def spy(filename, parts):
+        seen.append((os.path.basename(filename), names(tmp_path)))
+        return real(filename, parts)
+    monkeypatch.setattr(pin_storage, "replace_file", spy)
+    dcp.save(state(), storage_writer=PinStorageWriter(tmp_path))
+    assert seen == [(".metadata", ["__0_0.distcp"])]
+
+
+def test_a_truncated_file_is_named(tmp_path):
+    dcp.save(state(), storage_writer=PinStorageWriter(tmp_path))
+    f = tmp_path / "__0_0.distcp"
+    os.truncate(f, f.stat().st_size - 100)
+    e = failure(load, tmp_path)
+    assert isinstance(e, ValueError) and re.search(
+        r"__0_0\.distcp: \d+ bytes, but \.metadata puts \S+ at \[\d+, "
+        r"\d+\): the file is truncated", str(e)), e
+
+
+def test_a_missing_file_is_named(tmp_path):
+    dcp.save(state(), storage_writer=PinStorageWriter(tmp_path))
+    os.unlink(tmp_path / "__0_0.distcp")
+    e = failure(load, tmp_path)
+    assert isinstance(e, FileNotFoundError) and re.search(
+        r"__0_0\.distcp: missing; \.metadata puts \d+ items in it", str(e))
+
+
+def test_metadata_lying_about_a_length_is_named(tmp_path):
+    dcp.save(state(), storage_writer=PinStorageWriter(tmp_path))
+    with open(tmp_path / ".metadata", "rb") as f:
+        md = pickle.load(f)
+    (index, info), = [(i, s) for i, s in md.storage_data.items()
+                      if i.fqn == "big"]
+    info.length -= 4096
+    with open(tmp_path / ".metadata", "wb") as f:
+        pickle.dump(md, f)
+    e = failure(load, tmp_path)
+    assert isinstance(e, ValueError) and re.search(
+        r"__0_0\.distcp: big at \[\d+, \d+\) is not a torch\.save record",
+        str(e)), e
+
+
+def test_a_flipped_payload_byte_is_seen_by_both_readers(tmp_path):
+    sd = state()
+    dcp.save(sd, storage_writer=PinStorageWriter(tmp_path))
+    with open(tmp_path / ".metadata", "rb") as f:
+        md = pickle.load(f)
+    info, = [s for i, s in md.storage_data.items() if i.fqn == "i8"]
+    with open(tmp_path / "__0_0.distcp", "r+b") as f:
+        data = f.read()
+        at = data.index(sd["i8"].numpy().tobytes(), info.offset)
+        f.seek(at + 10)
+        f.write(bytes([data[at + 10] ^ 1]))
+    for reader in (PinStorageReader, FileSystemReader):
+        assert not bits_equal(sd["i8"], load(tmp_path, reader)["i8"])
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    d = tmp_path / "small"
+    d.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs",
+                        str(d)], capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip("cannot mount a tmpfs here: " + r.stderr.strip())
+    yield d / "ck"
+    subprocess.run(["umount", str(d)], check=True)
+
+
+def test_a_full_disk_fails_naming_the_file_and_keeps_the_previous(
+        small_disk):
+    first = {"w": torch.arange(1000.0)}
+    dcp.save(first, storage_writer=PinStorageWriter(small_disk))
+    big = {"w": torch.randn(1000, 1000)}          # 4 MB on a 2 MB disk
+    kept = big["w"].clone()
+    e = failure(dcp.save, big, storage_writer=PinStorageWriter(small_disk))
+    assert e.errno == errno.ENOSPC and re.search(
+        r"__0_0-[0-9a-f]+\.distcp\S*: .*No space left", str(e)), e
+    assert bits_equal(big["w"], kept)             # what was staged is kept
+    assert names(small_disk) == [".metadata", "__0_0.distcp"]
+    got = {"w": torch.zeros(1000)}
+    dcp.load(got, storage_reader=PinStorageReader(small_disk))
+    assert bits_equal(got["w"], first["w"])
+
+
+# ---- ranks over gloo -------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(world, top, *args):
+    """dcp_ranks.py as world processes; each rank's JSON report."""
+    port = _free_port()
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world),
+                   LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "dcp_ranks.py"), str(top)] +
+            [str(a) for a in args], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=240)[0] for p in procs]
+    for rank, p in enumerate(procs):
+        assert p.returncode == 0, "rank %d:\n%s" % (rank, outs[rank][-3000:])
+    reports = []
+    for rank in range(world):
+        with open(os.path.join(top, "rank-%d.json" % rank)) as f:
+            reports.append(json.load(f))
+    return reports
+
+
+def check_round_trips(top, world, reports):
+    for r in reports:
+        assert r["world"] == world and r["tensors"] > 30
+        assert r["columns equal"] is True
+        assert r["pin read by FileSystemReader"] == []
+        assert r["torch read by PinStorageReader"] == []
+    want = [".metadata"] + ["__%d_0.distcp" % i for i in range(world)]
+    assert names(top / "pin") == names(top / "torch") == want
+    for name in want[1:]:
+        assert filecmp.cmp(top / "pin" / name, top / "torch" / name,
+                           shallow=False), name
+
+
+@pytest.fixture(scope="module")
+def four_ranks(tmp_path_factory):
+    top = tmp_path_factory.mktemp("dcp4")
+    return top, run_ranks(4, top)
+
+
+def test_four_ranks_model_and_adam(four_ranks):
+    top, reports = four_ranks
+    check_round_trips(top, 4, reports)
+    assert names(top / "shard") == [".metadata"] + \
+        ["__%d_0.distcp" % i for i in range(4)]
+
+
+def test_two_ranks_and_resharding_from_four(four_ranks, tmp_path):
+    reports = run_ranks(2, tmp_path, four_ranks[0] / "shard")
+    check_round_trips(tmp_path, 2, reports)
+    assert [r["reshard rows"] for r in reports] == [[0, 12], [12, 24]]
+    assert all(r["reshard equal"] for r in reports)
+
+
+def test_one_rank(tmp_path, monkeypatch):
+    """In this process (no torch start-up): a group of one over gloo."""
+    import torch.distributed as dist
+    monkeypatch.syspath_prepend(HERE)
+    import dcp_ranks
+    monkeypatch.setattr(sys, "argv", ["dcp_ranks.py", str(tmp_path)])
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0,
+                            world_size=1)
+    try:
+        dcp_ranks.main()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    with open(tmp_path / "rank-0.json") as f:
+        check_round_trips(tmp_path, 1, [json.load(f)])
