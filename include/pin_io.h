@@ -49,6 +49,10 @@ struct pin_region;	/* pin.h */
 						 * through the mapping with
 						 * io_uring, not the module's
 						 * FILL (to compare) */
+#define PIN_IO_NO_SYNC		(1U << 4)	/* pin_file_write: no fsync
+						 * before returning (a writer
+						 * of many parts syncs the
+						 * file once, after the last) */
 
 #define PIN_IO_DEFAULT_QUEUE_DEPTH	16U
 #define PIN_IO_DEFAULT_REQUEST_SIZE	(4U << 20)
@@ -137,7 +141,8 @@ int pin_region_read_file(struct pin_region *r, uint64_t region_off,
  * PIN_IO_ALIGN), creating the file (mode 0644) if needed, never truncating
  * it below file_off + len. O_DIRECT straight from buf where it is
  * PIN_IO_ALIGN-aligned, else from aligned bounce buffers; buffered where
- * O_DIRECT is refused; fsync before returning. buf may have any
+ * O_DIRECT is refused; fsync before returning (not with PIN_IO_NO_SYNC,
+ * where the caller syncs the file). buf may have any
  * alignment. Returns 0 or a negative errno (-EINVAL, open/write errors);
  * the failure's text goes to opts->why.
  */

@@ -64,7 +64,7 @@ int pin__io_opts(const struct pin_io_opts *opts, struct pin_io_opts *out,
 				    out->request_size, PIN_IO_ALIGN,
 				    PIN_IO_MAX_REQUEST_SIZE);
 	if (out->flags & ~(PIN_IO_BUFFERED | PIN_IO_NO_FIXED | PIN_IO_PIN_FIRST |
-			   PIN_IO_NO_KERNEL_FILL))
+			   PIN_IO_NO_KERNEL_FILL | PIN_IO_NO_SYNC))
 		return pin__io_fail(st->error, sizeof(st->error), -EINVAL,
 				    "unknown I/O flags 0x%x", out->flags);
 	st->queue_depth = out->queue_depth;

@@ -211,9 +211,12 @@ static int write_tail(struct pin__file *f, const struct pin__seg *segs,
 	return 0;
 }
 
-/* The file's length (past a padded last block) and its data on disk. */
+/*
+ * The file's length (past a padded last block) and, unless the caller
+ * syncs it itself (PIN_IO_NO_SYNC), its data on disk.
+ */
 static int finish_file(struct pin__file *f, uint64_t file_off, uint64_t total,
-		       uint64_t tail, struct pin__io_stats *st)
+		       uint64_t tail, int sync, struct pin__io_stats *st)
 {
 	if (!tail && f->direct && total % PIN_IO_ALIGN &&
 	    file_off + total >= f->size &&
@@ -222,7 +225,7 @@ static int finish_file(struct pin__file *f, uint64_t file_off, uint64_t total,
 				    "%s: truncate to %llu after the padded last block",
 				    f->path,
 				    (unsigned long long)(file_off + total));
-	if (fsync(f->fd) < 0)
+	if (sync && fsync(f->fd) < 0)
 		return pin__io_fail(st->error, sizeof(st->error), -errno,
 				    "%s: fsync", f->path);
 	if (file_off + total > f->size)
@@ -278,7 +281,8 @@ int pin__io_write_fd(struct pin__file *f, const struct pin__seg *segs,
 	if (!ret && tail)
 		ret = write_tail(f, segs, nseg, file_off, wlen, tail, bounce, st);
 	if (!ret)
-		ret = finish_file(f, file_off, total, tail, st);
+		ret = finish_file(f, file_off, total, tail,
+				  !(o->flags & PIN_IO_NO_SYNC), st);
 	if (!ret)
 		st->io_ns += pin__now_ns() - t0;
 	free(bounce);

@@ -324,6 +324,7 @@ static int save(struct pin_st *ck, const char *path,
 	ret = pin__io_opts(opts, &o, st);
 	if (ret)
 		return pin__st_fail(ck, ret, "%s", st->error);
+	o.flags &= ~PIN_IO_NO_SYNC;	/* the rename commits synced data only */
 	if (!path || (n && !tensors) || (nmeta && (!meta_keys || !meta_values)))
 		return pin__st_fail(ck, -EINVAL, "pin_st_save: NULL argument");
 	segs = calloc(n + 1, sizeof(*segs));

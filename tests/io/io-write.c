@@ -2,7 +2,9 @@
 /*
  * pin_file_write takes any source alignment and length: O_DIRECT from bounce
  * buffers, the last partial block padded and the file cut back to size when
- * it grows the file, bytes after the range kept when it does not.
+ * it grows the file, bytes after the range kept when it does not; a file
+ * written in parts with PIN_IO_NO_SYNC (synced by the caller) holds every
+ * part; an unknown flag is refused.
  *   io-write DIR
  */
 #include "io-test.h"
@@ -47,6 +49,19 @@ int main(int argc, char **argv)
 	CHECK_EQ(n, (4u << 20) + 10);
 	CHECK(!memcmp(got + (4u << 20), src, 10), "appended bytes differ");
 	free(got);
+	/* Two parts, no sync each (the caller syncs once): both there. */
+	unlink(path);
+	o.flags = PIN_IO_NO_SYNC;
+	CHECK(pin_file_write(src, 1u << 20, path, 0, &o, &st) == 0, "%s", why);
+	CHECK(pin_file_write(src + 3, 5000, path, 1u << 20, &o, &st) == 0, "%s", why);
+	got = read_all(path, &n);
+	CHECK_EQ(n, (1u << 20) + 5000);
+	CHECK(!memcmp(got, src, 1u << 20) && !memcmp(got + (1u << 20), src + 3, 5000),
+	      "parts written without sync differ");
+	free(got);
+	o.flags = PIN_IO_NO_SYNC << 1;
+	CHECK_EQ(pin_file_write(src, 10, path, 0, &o, &st), -EINVAL);
+	o.flags = 0;
 	printf("# direct=%d fixed=%d %s\n", st.direct, st.fixed_buffers,
 	       st.fallback_reason);
 	unlink(path);
