@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """PyTorch distributed checkpoint saves side by side, one process, no
 process group (pinbench dcp runs this): per row, SAVES saves of a state
-dict of SIZE, the model changed between them as a training step would.
+dict of SIZE, the model changed between them as a training step would,
+STEP seconds of training apart.
 
-  bench_dcp.py [--gib G[,G...]] [--saves N] [--dir DIR] [--rows ROWS]
-               [--json FILE]
+  bench_dcp.py [--gib G[,G...]] [--saves N] [--step S] [--dir DIR]
+               [--rows ROWS] [--json FILE]
 
 Rows: save (dcp.save), default (dcp.async_save with one DefaultStager kept
 for every save), blocking (with BlockingAsyncStager), pinmem (pinmem.dcp's
@@ -13,8 +14,8 @@ stager and storage writer), fio (sequential O_DIRECT writes of the same
 bytes, io_uring: the disk's pace). Per row: the time the loop is blocked
 per save (until save/async_save returns), the time until the save is on
 disk, the write rate (bytes over the time on disk), the staging memory
-(the process's resident growth over the whole run, against the state
-dict's size) and CPU seconds per GB. Needs torch >= 2.9 (DCP's stagers):
+(the process's anonymous resident growth over the run plus pinmem's
+staging region, against the state dict's size) and CPU seconds per GB. Needs torch >= 2.9 (DCP's stagers):
 run under Debian's python3 it re-runs itself under the test venv's.
 """
 import argparse
@@ -55,9 +56,15 @@ except ImportError:
 ROWS = ("save", "default", "blocking", "pinmem", "fio")
 
 
-def rss_bytes():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def anon_bytes():
+    """The process's anonymous resident memory (a pinmem region's pages
+    are shared memory, counted once from the stager instead: RSS would
+    count them once per mapping)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def cpu_s():
@@ -104,31 +111,37 @@ def make_row(row, d):
     return stager, writer, True
 
 
-def run_row(row, sd, nbytes, saves, d):
+def staged_bytes(stager):
+    region = getattr(stager, "region", None)
+    return region.size if region is not None else 0
+
+
+def run_row(row, sd, nbytes, saves, d, step_s):
     stager, writer, is_async = make_row(row, d)
-    rss0, cpu0, blocked, durable, prev = rss_bytes(), cpu_s(), [], [], None
+    anon0, cpu0 = anon_bytes(), cpu_s()
+    blocked, durable, futures = [], [], []
     for k in range(saves):
+        if k:
+            time.sleep(step_s)
         t0 = time.monotonic()
-        if is_async:
-            fut = dcp.async_save(sd, storage_writer=writer(k),
-                                 async_stager=stager, no_dist=True)
-            blocked.append(time.monotonic() - t0)
-            step(sd)
-            if prev is not None:
-                prev[0].result()
-                durable.append(time.monotonic() - prev[1])
-            up = getattr(fut, "upload_completion", fut)
-            prev = (up, t0)
-        else:
+        if not is_async:
             dcp.save(sd, storage_writer=writer(k), no_dist=True)
             blocked.append(time.monotonic() - t0)
             durable.append(blocked[-1])
             step(sd)
-    if prev is not None:
-        prev[0].result()
-        durable.append(time.monotonic() - prev[1])
+            continue
+        fut = dcp.async_save(sd, storage_writer=writer(k),
+                             async_stager=stager, no_dist=True)
+        blocked.append(time.monotonic() - t0)
+        step(sd)
+        up = getattr(fut, "upload_completion", fut)
+        up.add_done_callback(
+            lambda _, t0=t0: durable.append(time.monotonic() - t0))
+        futures.append(up)
+    for f in futures:
+        f.result()
     cpu = cpu_s() - cpu0
-    growth = rss_bytes() - rss0
+    growth = anon_bytes() - anon0 + staged_bytes(stager)
     if stager is not None:
         stager.close()
     blocked.sort()
@@ -164,6 +177,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gib", default="1,4")
     ap.add_argument("--saves", type=int, default=5)
+    ap.add_argument("--step", type=float, default=None,
+                    help="seconds of training between saves (default: "
+                    "twice dcp.save's time, so that a save ends before "
+                    "the next; 0: back to back)")
     ap.add_argument("--dir", default=os.path.join(TOP, "build", "bench",
                                                   "dcp"))
     ap.add_argument("--rows", default=",".join(ROWS))
@@ -178,8 +195,15 @@ def main():
     for g in (float(x) for x in a.gib.split(",")):
         nbytes = int(g * (1 << 30))
         sd = state_dict(nbytes)
-        print("state dict %.3g GiB, %d saves per row, in %s" %
-              (g, a.saves, a.dir))
+        step = a.step
+        if step is None:
+            os.makedirs(a.dir, exist_ok=True)
+            t0 = time.monotonic()
+            dcp.save(sd, storage_writer=dcp.FileSystemWriter(
+                os.path.join(a.dir, "probe")), no_dist=True)
+            step = 2 * (time.monotonic() - t0)
+        print("state dict %.3g GiB, %d saves per row, %.2f s of training "
+              "between saves, in %s" % (g, a.saves, step, a.dir))
         print("  %-9s %10s %10s %9s %9s %9s" % (
             "row", "blocked s", "durable s", "GB/s", "staging", "CPU s/GB"))
         for row in rows:
@@ -187,7 +211,7 @@ def main():
             os.makedirs(a.dir)
             try:
                 r = run_fio(a.dir, nbytes) if row == "fio" else \
-                    run_row(row, sd, nbytes, a.saves, a.dir)
+                    run_row(row, sd, nbytes, a.saves, a.dir, step)
             except (ImportError, AttributeError) as e:
                 r = {"error": str(e)}
             results["%g:%s" % (g, row)] = r

@@ -21,6 +21,7 @@ from ..core import PinError
 ALIGN = 4096                    # PIN_IO_ALIGN: pin_file_write's file offsets
 _DIRECT_MIN = 1 << 20           # parts this large are written in place
 _PENDING_MAX = 8 << 20          # copied bytes gathered before a write
+_NO_SYNC = 1 << 4               # PIN_IO_NO_SYNC
 
 
 class _Parts:
@@ -72,8 +73,9 @@ def _address(mv):
 
 def write_parts(path, parts, opts):
     """Write parts (byte strings and views, in order) as the new file path
-    (created here: FileExistsError if it exists), each write synced by
-    pin_file_write. Views of 1 MiB and more go from their own memory;
+    (created here: FileExistsError if it exists), synced once after the
+    last write (each pin_file_write with PIN_IO_NO_SYNC: a sync per part
+    cost a tenth of a second per 256 MiB in four parts). Views of 1 MiB and more go from their own memory;
     smaller parts are gathered so that every write starts at a multiple
     of ALIGN, as pin_file_write needs."""
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
@@ -101,6 +103,11 @@ def write_parts(path, parts, opts):
         pending = bytearray(mv[head + body:])
     if pending:
         opts.put(path, memoryview(pending), off)
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class IoOpts:
@@ -121,11 +128,14 @@ class IoOpts:
                         "%s: %s" % (what, os.strerror(-ret)))
 
     def put(self, path, mv, off):
-        """pin_file_write of the bytes of mv at file offset off."""
+        """pin_file_write of the bytes of mv at file offset off, not synced
+        (write_parts syncs the file)."""
         self._why.value = b""
+        self.c.flags |= _NO_SYNC
         ret = lib.pin_file_write(_address(mv), mv.nbytes, os.fsencode(path),
                                  off, ctypes.byref(self.c),
                                  ctypes.byref(self.stats))
+        self.c.flags &= ~_NO_SYNC
         if ret < 0:
             raise self._error(ret, "%s: writing %d bytes at offset %d" % (
                 path, mv.nbytes, off))

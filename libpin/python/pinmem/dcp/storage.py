@@ -46,6 +46,8 @@ from . import _record, _stream
 
 _DATA_FILE = re.compile(r"__\d+_\d+(-[0-9a-f]+)?\.distcp\Z")
 _TMP_MARK = ".tmp-pin-"
+_WRITE_QUEUE_DEPTH = 8
+_WRITE_REQUEST_SIZE = 1 << 20
 
 
 @dataclass
@@ -75,7 +77,12 @@ class PinStorageWriter(_fs.FileSystemWriter):
     """torch's FileSystemWriter (one file per rank, torch.save records),
     writing with libpin's io_uring writer and committing atomically (see
     the module's docstring). queue_depth, request_size, direct: libpin's
-    I/O options (direct=False: never O_DIRECT). Files are always synced;
+    I/O options (direct=False: never O_DIRECT); by default 8 requests of
+    1 MiB: torch's records put a tensor's bytes at file offsets its
+    memory is not aligned with, so the writes go through libpin's bounce
+    buffers (queue_depth x request_size, made afresh by each write), and
+    libpin's load defaults (16 x 4 MiB) cost twice the time in first
+    touches of them. Files are always synced;
     with thread_count > 1 a rank's items are split into that many files
     as torch splits them, written one after the other."""
 
@@ -84,7 +91,8 @@ class PinStorageWriter(_fs.FileSystemWriter):
         _need_io()
         super().__init__(path, single_file_per_rank=True, sync_files=True,
                          thread_count=thread_count, overwrite=overwrite)
-        self.io = _stream.IoOpts(queue_depth, request_size, direct)
+        self.io = _stream.IoOpts(queue_depth or _WRITE_QUEUE_DEPTH,
+                                 request_size or _WRITE_REQUEST_SIZE, direct)
 
     def _tag_for(self, metadata_name):
         """A new tag when the folder holds a committed checkpoint."""
