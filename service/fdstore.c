@@ -35,7 +35,8 @@
 
 #define FDS_START	3
 #define NAME_PREFIX	"pinmem-entry."
-#define META_MAGIC	"PMCFDS1"
+/* Bumped with the layout: a record of another is dropped, counted. */
+#define META_MAGIC	"PMCFDS2"
 
 /* The stored record; its layout changing makes stored entries unusable. */
 struct fdstore_meta {
@@ -45,6 +46,7 @@ struct fdstore_meta {
 	struct cache_key key;
 	uint64_t region_id, region_size, view_length, bytes;
 	uint64_t entry_id;		/* as lists showed it */
+	uint64_t born_real_ns;		/* loaded then (CLOCK_REALTIME) */
 	uint32_t uid;			/* whose request loaded it */
 	int32_t backend;
 	uint32_t aligned;
@@ -172,6 +174,7 @@ void fdstore_put(struct entry *e)
 	m.view_length = e->view_length;
 	m.bytes = e->bytes;
 	m.entry_id = e->id;
+	m.born_real_ns = e->born_real_ns;
 	m.uid = e->uid;
 	memcpy(m.tenant, e->member->tenant, sizeof(m.tenant));
 	m.backend = e->backend;
@@ -340,6 +343,20 @@ static const char *adopt(struct entry *e, int rfd, const struct fdstore_meta *m)
 }
 
 /*
+ * The load time, on this boot's monotonic clock: the wall clock's age of
+ * the record (the monotonic clock does not outlive the process's
+ * namespace, and a new boot's restarts it), never in the future.
+ */
+static void born_again(struct entry *e, uint64_t born_real_ns)
+{
+	uint64_t real = now_real_ns(), mono = now_ns();
+	uint64_t age = real > born_real_ns ? real - born_real_ns : 0;
+
+	e->born_real_ns = born_real_ns;
+	e->born_ns = age < mono ? mono - age : 0;
+}
+
+/*
  * One stored entry back, or why not: a region and its metadata, checked,
  * charged to the budget and to its member as when it was loaded.
  */
@@ -369,6 +386,7 @@ static const char *restore_one(struct store *s, struct member **members,
 	e->state = ENTRY_READY;
 	/* The id lists showed; new ones follow every id handed back. */
 	e->id = m.entry_id;
+	born_again(e, m.born_real_ns);
 	if (s->next_id <= m.entry_id)
 		s->next_id = m.entry_id + 1;
 	e->dev = tmp.dev;

@@ -76,6 +76,8 @@ struct entry {
 	enum entry_state state;
 	uint64_t bytes;			/* charged against the budget */
 	uint64_t born_ns, used_ns;	/* CLOCK_MONOTONIC */
+	uint64_t born_real_ns;		/* CLOCK_REALTIME: what outlives a
+					 * restart (the fd store's record) */
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
 	struct member *member;		/* charged to it: the loader's tenant,
@@ -195,6 +197,7 @@ struct store {
 };
 
 uint64_t now_ns(void);
+uint64_t now_real_ns(void);
 void human_bytes(uint64_t n, char *buf, size_t len);
 void escape_name(const char *in, size_t n, char *out, size_t len);
 
