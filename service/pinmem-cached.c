@@ -93,12 +93,19 @@ struct options {
 	struct loop_opts loop;
 };
 
-/* The limits of a load and of one tenant: -EINVAL, said on stderr. */
+/*
+ * The limits of a load and of one tenant, and the warm list: -EINVAL,
+ * said on stderr.
+ */
 static int parse_limit(int c, const char *arg, struct options *o)
 {
 	uint64_t v;
 
 	switch (c) {
+	case 'C':
+		o->loop.config = arg;
+		o->loop.config_given = 1;
+		break;
 	case 'T':
 		if (parse_u64("--load-timeout", arg, 1, 86400, &v))
 			return -EINVAL;
@@ -194,17 +201,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -EINVAL;
 			o->loop.max_clients = (unsigned)v;
 			break;
-		case 'T': case 'u': case 'c': case 'L':
+		case 'T': case 'u': case 'c': case 'L': case 'C':
 			if (parse_limit(c, optarg, o))
 				return -EINVAL;
 			break;
 		case 'K':
 			if (parse_tenant(optarg, o))
 				return -EINVAL;
-			break;
-		case 'C':
-			o->loop.config = optarg;
-			o->loop.config_given = 1;
 			break;
 		case 'l': o->list = 1; break;
 		case 'h': usage(stdout); exit(0);
