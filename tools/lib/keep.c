@@ -28,6 +28,15 @@
 
 #define EXIT_FAILED	TOOLS_EXIT_FAILED
 #define EXIT_USAGE	ARGS_EXIT_USAGE
+#define EXIT_NOSERVICE	TOOLS_EXIT_NODEV
+
+/* The exit status for ret, as why words it: 3 when no service answered. */
+static int exit_of(int ret, const char *why)
+{
+	if (!ret)
+		return 0;
+	return strstr(why, "no service at ") ? EXIT_NOSERVICE : EXIT_FAILED;
+}
 
 struct warm_file {
 	char *path;
@@ -46,7 +55,7 @@ int keep_is_subcommand(const char *word)
 	       !strcmp(word, "unpin") || !strcmp(word, "warm");
 }
 
-/* One file to the service: op (0: an ordinary load), said on stdout. */
+/* One file to the service: op (0: an ordinary load), said; exit status. */
 static int keep_file(const char *path, unsigned op, uint64_t set,
 		     const char *sock)
 {
@@ -59,7 +68,7 @@ static int keep_file(const char *path, unsigned op, uint64_t set,
 
 	if (fd < 0) {
 		fprintf(stderr, "pinctl: cache: %s: %s\n", path, strerror(errno));
-		return -errno;
+		return EXIT_FAILED;
 	}
 	if (op) {
 		ret = pin_cache_keep(fd, op, set, &o);
@@ -71,13 +80,15 @@ static int keep_file(const char *path, unsigned op, uint64_t set,
 		}
 	}
 	close(fd);
-	if (ret)
+	if (ret && exit_of(ret, why) == EXIT_NOSERVICE)
+		fprintf(stderr, "pinctl: cache: %s\n", why);
+	else if (ret)
 		fprintf(stderr, "pinctl: cache: %s: %s%s%s\n", path, strerror(-ret),
 			why[0] ? ": " : "", why);
 	else
 		printf("%s: %s%s\n", path, op == PIN_CACHE_UNPIN ? "" :
 		       op ? "kept, " : "", why);
-	return ret;
+	return exit_of(ret, why);
 }
 
 static int warm_add(struct warm_list *w, const char *path, long priority)
@@ -186,7 +197,7 @@ static int cmd_warm(const char *file, const char *sock)
 	struct warm_list w = { 0 };
 	struct timespec ts;
 	uint64_t set;
-	int missing = 0, failed = 0, ret;
+	int missing = 0, failed = 0, ret, st;
 	char why[512] = "";
 	struct pin_cache_opts o = { .size = sizeof(o), .socket = sock,
 				    .why = why, .why_len = sizeof(why) };
@@ -208,12 +219,13 @@ static int cmd_warm(const char *file, const char *sock)
 	}
 	free(w.files);
 	ret = pin_cache_keep(-1, PIN_CACHE_WARM_END, set, &o);
+	st = exit_of(ret, why);
 	if (ret)
 		fprintf(stderr, "pinctl: cache warm: %s%s%s\n", strerror(-ret),
 			why[0] ? ": " : "", why);
 	else
 		printf("%s\n", why);
-	return ret || failed || missing ? EXIT_FAILED : 0;
+	return st ? st : failed || missing ? EXIT_FAILED : 0;
 }
 
 int keep_main(const char *word, int argc, char **argv, const char *sock)
@@ -250,6 +262,5 @@ int keep_main(const char *word, int argc, char **argv, const char *sock)
 		return EXIT_USAGE;
 	}
 	return keep_file(path, !strcmp(word, "pin") ? PIN_CACHE_PIN :
-			 !strcmp(word, "unpin") ? PIN_CACHE_UNPIN : 0, 0,
-			 sock) ? EXIT_FAILED : 0;
+			 !strcmp(word, "unpin") ? PIN_CACHE_UNPIN : 0, 0, sock);
 }
