@@ -124,6 +124,25 @@ void pin_cache_close(struct pin_cache_ck *c);
  */
 int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len);
 
+/*
+ * Keeping a checkpoint loaded, for operators (root and the service's own
+ * user; others get -EPERM): a kept entry is never evicted for room, only
+ * when an operator stops keeping it. op: PIN_CACHE_PIN keeps the file open
+ * at fd (loading it now when it is not loaded); PIN_CACHE_UNPIN stops
+ * keeping it (an ordinary entry again; -ENOENT when not loaded);
+ * PIN_CACHE_WARM keeps it for warm list number set (one application of a
+ * config file: pinctl cache warm), and PIN_CACHE_WARM_END (fd -1) stops
+ * keeping what warm lists other than set kept. Returns 0 or -errno
+ * (-ENOSPC: kept entries would exceed the budget), the service's words in
+ * opts->why. opts as for pin_cache_list.
+ */
+#define PIN_CACHE_PIN		1U
+#define PIN_CACHE_UNPIN		2U
+#define PIN_CACHE_WARM		3U
+#define PIN_CACHE_WARM_END	4U
+int pin_cache_keep(int fd, unsigned op, uint64_t set,
+		   const struct pin_cache_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,7 @@
 
 static int evictable(const struct entry *e, uint64_t since_ns)
 {
-	return e->state == ENTRY_READY && !e->waiters && !e->handoffs &&
+	return e->state == ENTRY_READY && !e->kept && !e->waiters && !e->handoffs &&
 	       e->evict_failed_ns <= since_ns;
 }
 

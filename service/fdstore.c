@@ -6,7 +6,8 @@
  * libsystemd would be one more dependency for it), with a second fd
  * beside it, a sealed memfd holding what the entry is (its file's key,
  * the load's alignment, the region's id and size, its charge and member,
- * the name it is listed by, a digest of the image's header). A restarted
+ * the name it is listed by, its load time, whether it is kept (warm.c),
+ * a digest of the image's header). A restarted
  * service is handed both back (LISTEN_FDS, LISTEN_FDNAMES) and serves an
  * entry again only when the region is the one stored: sealed, of the
  * stored id and size, its header unchanged. What fails is closed, taken
@@ -35,7 +36,8 @@
 
 #define FDS_START	3
 #define NAME_PREFIX	"pinmem-entry."
-#define META_MAGIC	"PMCFDS1"
+/* Bumped with the layout: a record of another is dropped, counted. */
+#define META_MAGIC	"PMCFDS2"
 
 /* The stored record; its layout changing makes stored entries unusable. */
 struct fdstore_meta {
@@ -45,6 +47,10 @@ struct fdstore_meta {
 	struct cache_key key;
 	uint64_t region_id, region_size, view_length, bytes;
 	uint64_t entry_id;		/* as lists showed it */
+	uint64_t born_real_ns;		/* loaded then (CLOCK_REALTIME) */
+	uint64_t warm_set;		/* KEPT_WARM: the warm list's */
+	uint32_t kept;			/* KEPT_* */
+	uint32_t pad2;
 	uint32_t uid;			/* whose request loaded it */
 	int32_t backend;
 	uint32_t aligned;
@@ -150,6 +156,58 @@ static int meta_memfd(const struct fdstore_meta *m)
 	return fd;
 }
 
+/* The record of a ready entry, as a sealed memfd; -errno. */
+static int meta_of(struct entry *e, struct fdstore_meta *m)
+{
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	memcpy(m->magic, META_MAGIC, sizeof(META_MAGIC));
+	m->len = sizeof(*m);
+	m->key_len = sizeof(m->key);
+	m->key = e->key;
+	m->region_id = pin_region_id(e->region);
+	m->region_size = pin_region_size(e->region);
+	m->view_length = e->view_length;
+	m->bytes = e->bytes;
+	m->entry_id = e->id;
+	m->born_real_ns = e->born_real_ns;
+	m->kept = e->kept;
+	m->warm_set = e->warm_set;
+	m->uid = e->uid;
+	memcpy(m->tenant, e->member->tenant, sizeof(m->tenant));
+	m->backend = e->backend;
+	m->aligned = (uint32_t)e->aligned;
+	memcpy(m->name, e->name, sizeof(m->name));
+	ret = header_sha(e->view, e->view_length, m->header_sha);
+	if (ret)
+		return ret;
+	meta_seal(m);
+	return meta_memfd(m);
+}
+
+static int put_meta(struct fdstore *f, struct entry *e, uint64_t *region_id)
+{
+	struct fdstore_meta m;
+	char msg[128 + NAME_LEN];
+	int mfd = meta_of(e, &m), ret;
+
+	if (mfd < 0)
+		return mfd;
+	*region_id = m.region_id;
+	strcpy(msg, "FDSTORE=1\nFDPOLL=0\nFDNAME=");
+	fd_name(msg + strlen(msg), NAME_LEN, m.region_id, "meta");
+	ret = notify(f, msg, mfd);
+	close(mfd);
+	return ret;
+}
+
+static void not_kept(const struct entry *e, int ret)
+{
+	fprintf(stderr, "pinmem-cached: %s: not kept in the service manager's fd store (it will not survive a restart): %s\n",
+		e->name, strerror(-ret));
+}
+
 /*
  * Keep a ready entry in the store: its metadata first, so that a region
  * is never stored without what makes it usable. Runs in the entry's
@@ -158,44 +216,41 @@ static int meta_memfd(const struct fdstore_meta *m)
 void fdstore_put(struct entry *e)
 {
 	struct fdstore *f = e->owner->fdstore;
-	struct fdstore_meta m = { .magic = META_MAGIC };
 	char msg[128 + NAME_LEN];
-	int mfd = -1, ret;
+	uint64_t id = 0;
+	int ret;
 
 	if (!f || !f->on)
 		return;
-	m.len = sizeof(m);
-	m.key_len = sizeof(m.key);
-	m.key = e->key;
-	m.region_id = pin_region_id(e->region);
-	m.region_size = pin_region_size(e->region);
-	m.view_length = e->view_length;
-	m.bytes = e->bytes;
-	m.entry_id = e->id;
-	m.uid = e->uid;
-	memcpy(m.tenant, e->member->tenant, sizeof(m.tenant));
-	m.backend = e->backend;
-	m.aligned = (uint32_t)e->aligned;
-	memcpy(m.name, e->name, sizeof(m.name));
-	ret = header_sha(e->view, e->view_length, m.header_sha);
-	if (!ret) {
-		meta_seal(&m);
-		ret = mfd = meta_memfd(&m);
-	}
-	if (ret >= 0) {
-		strcpy(msg, "FDSTORE=1\nFDPOLL=0\nFDNAME=");
-		fd_name(msg + strlen(msg), NAME_LEN, m.region_id, "meta");
-		ret = notify(f, msg, mfd);
-		close(mfd);
-	}
+	ret = put_meta(f, e, &id);
 	if (!ret) {
 		strcpy(msg, "FDSTORE=1\nFDPOLL=0\nFDNAME=");
-		fd_name(msg + strlen(msg), NAME_LEN, m.region_id, "region");
+		fd_name(msg + strlen(msg), NAME_LEN, id, "region");
 		ret = notify(f, msg, pin_region_fd(e->region));
 	}
 	if (ret)
-		fprintf(stderr, "pinmem-cached: %s: not kept in the service manager's fd store (it will not survive a restart): %s\n",
-			e->name, strerror(-ret));
+		not_kept(e, ret);
+}
+
+/*
+ * A stored entry's record again, after its kept-ness changed: the old one
+ * out (the store keeps every fd sent under a name), the new one in.
+ */
+void fdstore_rekeep(struct entry *e)
+{
+	struct fdstore *f = e->owner->fdstore;
+	char msg[128 + NAME_LEN];
+	uint64_t id;
+	int ret;
+
+	if (!f || !f->on || !e->region)
+		return;
+	strcpy(msg, "FDSTOREREMOVE=1\nFDNAME=");
+	fd_name(msg + strlen(msg), 64, pin_region_id(e->region), "meta");
+	notify(f, msg, -1);
+	ret = put_meta(f, e, &id);
+	if (ret)
+		not_kept(e, ret);
 }
 
 /* Both of an entry's names, and another (a stray one) where given. */
@@ -340,6 +395,20 @@ static const char *adopt(struct entry *e, int rfd, const struct fdstore_meta *m)
 }
 
 /*
+ * The load time, on this boot's monotonic clock: the wall clock's age of
+ * the record (the monotonic clock does not outlive the process's
+ * namespace, and a new boot's restarts it), never in the future.
+ */
+static void born_again(struct entry *e, uint64_t born_real_ns)
+{
+	uint64_t real = now_real_ns(), mono = now_ns();
+	uint64_t age = real > born_real_ns ? real - born_real_ns : 0;
+
+	e->born_real_ns = born_real_ns;
+	e->born_ns = age < mono ? mono - age : 0;
+}
+
+/*
  * One stored entry back, or why not: a region and its metadata, checked,
  * charged to the budget and to its member as when it was loaded.
  */
@@ -369,6 +438,7 @@ static const char *restore_one(struct store *s, struct member **members,
 	e->state = ENTRY_READY;
 	/* The id lists showed; new ones follow every id handed back. */
 	e->id = m.entry_id;
+	born_again(e, m.born_real_ns);
 	if (s->next_id <= m.entry_id)
 		s->next_id = m.entry_id + 1;
 	e->dev = tmp.dev;
@@ -376,6 +446,8 @@ static const char *restore_one(struct store *s, struct member **members,
 	e->view = tmp.view;
 	e->view_length = m.view_length;
 	e->aligned = (int)m.aligned;
+	e->kept = m.kept & (KEPT_PIN | KEPT_WARM);
+	e->warm_set = m.warm_set;
 	memcpy(e->name, m.name, sizeof(e->name));
 	return NULL;
 }

@@ -43,6 +43,7 @@ static void snapshot(struct list_item *it, const struct entry *e)
 	it->e.used_ns = e->used_ns;
 	it->e.waiters = e->waiters;
 	it->e.handoffs = e->handoffs;
+	it->e.kept = e->kept;
 	memcpy(it->e.name, e->name, sizeof(e->name));
 	memcpy(it->e.evict_why, e->evict_why, sizeof(e->evict_why));
 	memcpy(it->e.seen, e->seen, sizeof(e->seen));
@@ -94,7 +95,7 @@ static int holders_of(int vfd, struct pinmem_holder *h, unsigned cap)
 }
 
 static void put_holders(struct text *t, const struct list_item *it,
-			uid_t caller)
+			uid_t caller, int say_evict)
 {
 	struct pinmem_holder h[MAX_HOLDERS];
 	int n = holders_of(it->vfd, h, MAX_HOLDERS), views = 0, hidden = 0;
@@ -124,6 +125,8 @@ static void put_holders(struct text *t, const struct list_item *it,
 		put(t, "%s%d of other users", views > hidden ? ", and " : "    clients: ",
 		    hidden);
 	put(t, "%s\n", views ? "" : "    clients: none mapping it");
+	if (!say_evict)
+		return;
 	if (views || it->e.handoffs)
 		put(t, "    evict: no, %s\n", views ? "mapped by the clients above" :
 		    "being handed to a client");
@@ -134,7 +137,14 @@ static void put_holders(struct text *t, const struct list_item *it,
 static void put_clients(struct text *t, const struct list_item *it,
 			int portable, uid_t caller)
 {
-	if (it->e.state == ENTRY_LOADING) {
+	if (it->e.kept)
+		put(t, "    kept: %s\n", it->e.kept == KEPT_WARM ? "warm list" :
+		    it->e.kept == KEPT_PIN ? "pinned" : "pinned, warm list");
+	if (it->e.kept && it->e.state == ENTRY_READY) {
+		put(t, "    evict: no, kept loaded (pinctl cache unpin FILE lets it go)\n");
+		if (!portable)
+			put_holders(t, it, caller, 0);
+	} else if (it->e.state == ENTRY_LOADING) {
 		put(t, "    clients: %u waiting for the load\n", it->e.waiters);
 	} else if (it->e.state == ENTRY_EVICTING) {
 		put(t, "    evict: being evicted\n");
@@ -143,7 +153,7 @@ static void put_clients(struct text *t, const struct list_item *it,
 		put(t, "    evict: %s\n", it->e.handoffs ? "no, being handed to a client" :
 		    "yes (drops the service's reference; clients keep their mappings)");
 	} else {
-		put_holders(t, it, caller);
+		put_holders(t, it, caller, 1);
 	}
 }
 

@@ -264,7 +264,7 @@ static void *load_thread(void *arg)
 		entry_release(e);
 	else
 		fdstore_put(e);
-	member_drop_fd(e->member, e->file_fd);
+	member_drop_fd(e->file_member, e->file_fd);
 	e->file_fd = -1;
 	ev->entry = e;
 	events_post(&e->owner->ev, ev);

@@ -109,6 +109,8 @@ static void conn_readable(struct loop *l, struct conn *c)
 		handle_load(l, c, &msg, fd);
 	} else if (msg.type == CACHE_REQ_LIST) {
 		handle_list(l, c);
+	} else if (msg.type == CACHE_REQ_KEEP) {
+		handle_keep(l, c, msg.u.keep.op, msg.u.keep.set, fd);
 	} else {
 		member_drop_fd(c->member, fd);
 		conn_error(l, c, EPROTO, "not a request");
@@ -135,6 +137,7 @@ static void loaded(struct loop *l, struct entry *e)
 		else
 			conn_hand_over(l, c, e, c->id == e->loader);
 	}
+	kept_loaded(e);
 	if (e->err) {
 		fprintf(stderr, "pinmem-cached: load of %s failed: %s\n",
 			e->name, e->errtext);
@@ -324,6 +327,19 @@ static void sweep(struct loop *l)
 	members_sweep(&l->members);
 }
 
+/* SIGHUP applies the warm list again; SIGTERM and SIGINT stop. */
+static void signalled(struct loop *l, int fd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			warm_config_apply(l);
+		else
+			l->stop = 1;
+	}
+}
+
 static void dispatch(struct loop *l, struct epoll_event *ev)
 {
 	struct watch *w = ev->data.ptr;
@@ -336,7 +352,7 @@ static void dispatch(struct loop *l, struct epoll_event *ev)
 		take_events(l);
 		break;
 	case WATCH_SIGNAL:
-		l->stop = 1;
+		signalled(l, w->fd);
 		break;
 	default: {
 		struct conn *c = (struct conn *)w;
@@ -368,8 +384,10 @@ static int signal_fd(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_IGN);	/* warm.c's pinctl: reaped unwaited */
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
@@ -397,6 +415,8 @@ int loop_run(struct store *s, const int *lfds, int nlfds,
 		ret = flow_init(&l);
 	if (!ret)
 		fdstore_restore(s, &l.members);
+	if (!ret)
+		warm_config_apply(&l);
 	while (!ret && !l.stop) {
 		flow(&l);
 		n = epoll_wait(l.ep, evs, 64, TICK_MS);

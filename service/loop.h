@@ -43,6 +43,8 @@ struct conn {
 	int heartbeat;
 	int watched;			/* in the epoll set: read when readable */
 	int aligned_ok;			/* reads CACHE_LOAD_ALIGNED images */
+	unsigned keep_op;		/* a KEEP's CACHE_KEEP_*, or 0 */
+	uint64_t keep_set;
 	pid_t pid;
 	uid_t uid;
 	/* CONN_ROOM: the keyed file, not yet loading. */
@@ -102,6 +104,16 @@ void conn_watch(struct loop *l, struct conn *c, int on);
 void pause_accepting(struct loop *l);
 void resume_accepting(struct loop *l);
 void flow(struct loop *l);
+
+/* warm.c */
+void handle_keep(struct loop *l, struct conn *c, unsigned op, uint64_t set,
+		 int fd);
+int keep_refused(struct loop *l, struct conn *c, struct event *ev);
+void keep_entry(struct loop *l, struct conn *c, struct entry *e);
+const struct member_opts *keep_room(struct loop *l, struct conn *c,
+				    struct room *r, struct member_opts *tmp);
+void kept_loaded(struct entry *e);
+void warm_config_apply(struct loop *l);
 
 /* room.c */
 void keyed(struct loop *l, struct event *ev);

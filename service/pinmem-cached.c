@@ -7,6 +7,7 @@
  *                 [--backend auto|device|portable] [--client-timeout S]
  *                 [--load-timeout S] [--max-clients N] [--tenant uid|cgroup|pod]
  *                 [--tenant-share PERCENT] [--user-clients N] [--user-loads N]
+ *                 [--config FILE]
  *   pinmem-cached --list [--socket PATH]
  *   pinmem-cached --version
  *
@@ -30,6 +31,7 @@
 #include "service.h"
 
 #define CACHE_LIST_MAX	(64 << 10)
+#define WARM_CONFIG	"/etc/pinmem/cached.conf"
 
 static void usage(FILE *f)
 {
@@ -37,7 +39,7 @@ static void usage(FILE *f)
 	      "                     [--backend auto|device|portable] [--client-timeout SECONDS]\n"
 	      "                     [--load-timeout SECONDS] [--max-clients N]\n"
 	      "                     [--tenant uid|cgroup|pod] [--tenant-share PERCENT]\n"
-	      "                     [--user-clients N] [--user-loads N]\n"
+	      "                     [--user-clients N] [--user-loads N] [--config FILE]\n"
 	      "       pinmem-cached --list [--socket PATH]\n"
 	      "       pinmem-cached --version\n"
 	      "SIZE takes K, M, G, T suffixes; the budget is the smaller of SIZE and\n"
@@ -48,6 +50,8 @@ static void usage(FILE *f)
 	      "tenant may hold --tenant-share PERCENT of the budget (1..100, default\n"
 	      "50; --user-share is the same option), keep --user-clients connections\n"
 	      "open (default 64) and have --user-loads loads in flight (default 4).\n"
+	      "--config FILE: checkpoints to keep loaded (default " WARM_CONFIG ",\n"
+	      "when it exists), applied at start and on SIGHUP by pinctl cache warm.\n"
 	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 --list: no daemon there.\n", f);
 }
 
@@ -89,12 +93,19 @@ struct options {
 	struct loop_opts loop;
 };
 
-/* The limits of a load and of one tenant: -EINVAL, said on stderr. */
+/*
+ * The limits of a load and of one tenant, and the warm list: -EINVAL,
+ * said on stderr.
+ */
 static int parse_limit(int c, const char *arg, struct options *o)
 {
 	uint64_t v;
 
 	switch (c) {
+	case 'C':
+		o->loop.config = arg;
+		o->loop.config_given = 1;
+		break;
 	case 'T':
 		if (parse_u64("--load-timeout", arg, 1, 86400, &v))
 			return -EINVAL;
@@ -147,6 +158,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "user-share", required_argument, NULL, 'u' },
 		{ "user-clients", required_argument, NULL, 'c' },
 		{ "user-loads", required_argument, NULL, 'L' },
+		{ "config", required_argument, NULL, 'C' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -189,7 +201,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return -EINVAL;
 			o->loop.max_clients = (unsigned)v;
 			break;
-		case 'T': case 'u': case 'c': case 'L':
+		case 'T': case 'u': case 'c': case 'L': case 'C':
 			if (parse_limit(c, optarg, o))
 				return -EINVAL;
 			break;
@@ -304,6 +316,7 @@ int main(int argc, char **argv)
 			.max_clients = 4096,
 			.member = { .max_clients = 64, .max_loads = 4,
 				    .max_pending_fds = 64 },
+			.config = WARM_CONFIG,
 		},
 	};
 	char why[512];

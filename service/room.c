@@ -13,9 +13,10 @@
 #include "loop.h"
 
 /* Room is there: a new entry, charged to the member, and its thread. */
-static void start_load(struct loop *l, struct conn *c, uint64_t charge)
+static void start_load(struct loop *l, struct conn *c, uint64_t charge,
+		       struct member *m)
 {
-	struct entry *e = store_add(l->s, &c->key, charge, c->member, c->uid);
+	struct entry *e = store_add(l->s, &c->key, charge, m, c->uid);
 	int fd = c->file_fd;
 
 	room_unlink(l, c);
@@ -28,6 +29,7 @@ static void start_load(struct loop *l, struct conn *c, uint64_t charge)
 	}
 	memcpy(e->name, c->name, sizeof(e->name));
 	e->file_fd = fd;
+	e->file_member = c->member;
 	e->loader = c->id;
 	if (load_start(l->s, e)) {
 		member_drop_fd(c->member, fd);
@@ -35,7 +37,8 @@ static void start_load(struct loop *l, struct conn *c, uint64_t charge)
 		conn_error(l, c, EAGAIN, "cannot start a loading thread");
 		return;
 	}
-	c->member->loads++;
+	e->member->loads++;
+	keep_entry(l, c, e);
 	conn_join(l, c, e);
 }
 
@@ -51,10 +54,11 @@ static int room_queued_before(struct loop *l, struct conn *c)
 /* A keyed file with no entry: room for it now, later, or never. */
 static void try_room(struct loop *l, struct conn *c)
 {
-	const struct member_opts *mo = &l->o->member;
 	uint64_t charge = ((uint64_t)c->key.size + (2U << 20) - 1) &
 			  ~((2ULL << 20) - 1);
 	struct room r = { charge, c->member, c->since_ns };
+	struct member_opts kept_mo;
+	const struct member_opts *mo = keep_room(l, c, &r, &kept_mo);
 	struct entry *e = store_find(l->s, &c->key);
 	char why[1024];
 	int fd, ret;
@@ -66,6 +70,7 @@ static void try_room(struct loop *l, struct conn *c)
 			c->file_fd = -1;
 			member_drop_fd(c->member, fd);
 			c->state = CONN_NEW;
+			keep_entry(l, c, e);
 			if (e->state == ENTRY_READY)
 				conn_hand_over(l, c, e, 0);
 			else
@@ -81,7 +86,7 @@ static void try_room(struct loop *l, struct conn *c)
 	}
 	ret = room_plan(l->s, &r, mo);
 	if (ret == 0) {
-		start_load(l, c, charge);
+		start_load(l, c, charge, r.member);
 	} else if (ret < 0) {
 		room_refusal(l->s, &r, mo, c->uid, why, sizeof(why));
 		conn_error(l, c, ENOSPC, why);
@@ -166,12 +171,15 @@ void keyed(struct loop *l, struct event *ev)
 		read_for_digest(l, c, ev);
 		return;
 	}
+	if (c->keep_op && keep_refused(l, c, ev))
+		return;
 	e = store_find(l->s, &ev->key);
 	if (!e) {
 		room_wait(l, c, ev);
 		return;
 	}
 	member_drop_fd(c->member, ev->fd);
+	keep_entry(l, c, e);
 	if (e->state == ENTRY_READY)
 		conn_hand_over(l, c, e, 0);
 	else

@@ -67,6 +67,12 @@ struct seen_pid {
 /* What one member of the service is (pinmem-cached --tenant). */
 enum tenant_kind { TENANT_UID, TENANT_CGROUP, TENANT_POD };
 
+/* Why an entry is kept loaded (warm.c): an operator's pin, a warm list. */
+#define KEPT_PIN	1U
+#define KEPT_WARM	2U
+/* The tenant kept entries are charged to: the node's, no client's. */
+#define KEPT_TENANT	"node (kept entries)"
+
 struct member;
 
 struct entry {
@@ -76,11 +82,15 @@ struct entry {
 	enum entry_state state;
 	uint64_t bytes;			/* charged against the budget */
 	uint64_t born_ns, used_ns;	/* CLOCK_MONOTONIC */
+	uint64_t born_real_ns;		/* CLOCK_REALTIME: what outlives a
+					 * restart (the fd store's record) */
 	unsigned waiters;		/* connections waiting for the load */
 	unsigned handoffs;		/* handed the view, not yet gone */
 	struct member *member;		/* charged to it: the loader's tenant,
 					 * or one that keeps it mapped */
 	uid_t uid;			/* whose request loaded it */
+	unsigned kept;			/* KEPT_*: never evicted for room */
+	uint64_t warm_set;		/* KEPT_WARM: the warm list's number */
 	uint64_t loader;		/* the connection whose request loads it */
 	char name[NAME_LEN];		/* the path as first seen, escaped */
 	char evict_why[128];		/* the last refused eviction */
@@ -93,6 +103,8 @@ struct entry {
 
 	/* Written by the loading or evicting thread alone while it runs. */
 	int file_fd;			/* the first asker's fd */
+	struct member *file_member;	/* whose it is: closed by its thread
+					 * (a kept entry's member is another) */
 	int backend;
 	struct pin_dev *dev;
 	struct pin_region *region;
@@ -195,6 +207,7 @@ struct store {
 };
 
 uint64_t now_ns(void);
+uint64_t now_real_ns(void);
 void human_bytes(uint64_t n, char *buf, size_t len);
 void escape_name(const char *in, size_t n, char *out, size_t len);
 
@@ -277,6 +290,7 @@ int fdstore_collect(struct fdstore *f);
 int fdstore_name_ours(const char *name, size_t len);
 void fdstore_put(struct entry *e);
 void fdstore_drop(struct entry *e);
+void fdstore_rekeep(struct entry *e);
 void fdstore_restore(struct store *s, struct member **members);
 
 /* listen.c */
@@ -291,6 +305,8 @@ struct loop_opts {
 	unsigned max_clients;
 	enum tenant_kind tenant;	/* what a member is */
 	struct member_opts member;
+	const char *config;		/* --config: the warm list (warm.c) */
+	int config_given;		/* named: its absence is said */
 };
 int loop_run(struct store *s, const int *lfds, int nlfds,
 	     const struct loop_opts *o);

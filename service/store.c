@@ -22,6 +22,14 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t now_real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 void human_bytes(uint64_t n, char *buf, size_t len)
 {
 	if (n >= (1ULL << 30))
@@ -144,6 +152,7 @@ struct entry *store_add(struct store *s, const struct cache_key *k,
 	e->state = ENTRY_LOADING;
 	e->bytes = charge;
 	e->born_ns = e->used_ns = now_ns();
+	e->born_real_ns = now_real_ns();
 	e->file_fd = -1;
 	e->backend = s->backend;
 	e->owner = s;

@@ -7,6 +7,10 @@
  *   pinctl [--json] holders REGION-ID every mapping of one region
  *   pinctl [--json] cache [SOCKET]    pinmem-cached's entries and clients
  *                                     (or --socket PATH)
+ *   pinctl cache load|pin|unpin FILE  load a checkpoint into pinmem-cached;
+ *                                     keep it loaded; stop keeping it
+ *   pinctl cache warm [--config FILE] keep a config file's checkpoints
+ *                                     loaded (lib/keep.c)
  *   pinctl cdi generate [--output FILE] [--cdi-version V] [--socket PATH]
  *                                     a CDI spec for containers (lib/cdi.c)
  *
@@ -43,7 +47,9 @@
  *             "age_s": F, "idle_s": F, "state": "...", "file": "..."|null,
  *             "clients": [{"pid": N, "comm": "..."}]|null,
  *             "clients_of_other_users": N, "evictable": bool,
- *             "evict": "..."}, ...], "table": "..."} (read from the
+ *             "evict": "...", "kept": bool, "kept_by": "pinned"|
+ *             "warm list"|"pinned, warm list" (when kept)}, ...],
+ *             "table": "..."} (read from the
  *             service's text, which "table" holds as it came)
  */
 #include <errno.h>
@@ -62,6 +68,7 @@
 #include "lib/cdi.h"
 #include "lib/cachelist.h"
 #include "lib/json.h"
+#include "lib/keep.h"
 #include "lib/sockdir.h"
 
 #define EXIT_FAILED	TOOLS_EXIT_FAILED
@@ -81,7 +88,18 @@ static const char usage_text[] =
 "                      referenced outside any mapping (DMA pins, pipes)\n"
 "  nodes REGION-ID     the region's bytes on each NUMA node (module ABI 3)\n"
 "  cache [SOCKET]      pinmem-cached's entries: size, age, idle time, clients\n"
-"                      (pid, command) and whether each may be evicted\n"
+"                      (pid, command), whether each may be evicted, and\n"
+"                      whether it is kept loaded (pinned, warm list)\n"
+"  cache load FILE     open FILE (your permissions) and have pinmem-cached\n"
+"                      load it now, an ordinary entry\n"
+"  cache pin FILE      the same, and keep it loaded: never evicted for room\n"
+"                      (root and the service's user only; others: EPERM)\n"
+"  cache unpin FILE    stop keeping it: an ordinary entry again\n"
+"  cache warm          keep the checkpoints a config file names loaded, and\n"
+"                      stop keeping those an earlier one named; options:\n"
+"      --config FILE        the file (default " KEEP_CONFIG_DEFAULT "):\n"
+"                           lines of a path or glob and an optional\n"
+"                           priority (higher first), # comments\n"
 "  cdi generate        a Container Device Interface spec naming the device\n"
 "                      " CDI_KIND "=" CDI_DEVICE ": " CDI_DEVICE_NODE " (group pinmem, 0660),\n"
 "                      the cache socket's directory (read-only bind) and\n"
@@ -117,7 +135,8 @@ static const char usage_text[] =
 "            budget_bytes, loads, evictions: {count, last, last_bytes,\n"
 "            last_donate_ms, last_release_ms, slowest_ms}, entries: [{id, size,\n"
 "            size_bytes, age_s, idle_s, state, file, clients: [{pid, comm}],\n"
-"            clients_of_other_users, waiting, evictable, evict,\n"
+"            clients_of_other_users, waiting, evictable, evict, kept,\n"
+"            kept_by,\n"
 "            last_refused_eviction, charged_to}], table} (read from the\n"
 "            service's text, which table holds as it came; sizes to its one\n"
 "            decimal; file null where another user's; clients null where not\n"
@@ -657,6 +676,9 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		} else if (!cmd && !strcmp(argv[i], "cdi")) {
 			return cmd_cdi(argc - i - 1, argv + i + 1, sock);
+		} else if (cmd && !strcmp(cmd, "cache") && !arg &&
+			   keep_is_subcommand(argv[i])) {
+			return keep_main(argv[i], argc - i - 1, argv + i + 1, sock);
 		} else if (!cmd) {
 			cmd = argv[i];
 		} else if (!arg) {

@@ -567,3 +567,42 @@ int pin_cache_list(const struct pin_cache_opts *opts, char *buf, size_t len)
 	cache_call_end(&k);
 	return ret;
 }
+
+/* A KEEP's answer: 0 for a view (closed at once: the service keeps it) or
+ * DONE, the service's error otherwise; its text in opts->why either way. */
+int pin_cache_keep(int fd, unsigned op, uint64_t set,
+		   const struct pin_cache_opts *opts)
+{
+	struct cache_req_keep req = { .op = op, .set = set };
+	struct cache_call k = { .type = CACHE_REQ_KEEP, .payload = &req,
+				.payload_len = sizeof(req), .fd = fd };
+	struct pin_cache_opts o;
+	int ret;
+
+	ret = pin__opts_in(&o, sizeof(o), opts, CACHE_OPTS_SIZE);
+	if (ret)
+		return ret;
+	if (op < PIN_CACHE_PIN || op > PIN_CACHE_WARM_END || o.timeout_ms < 0 ||
+	    (fd < 0) != (op == PIN_CACHE_WARM_END))
+		return -EINVAL;
+	k.timeout_ms = cache_timeout_ms(o.timeout_ms);
+	ret = cache_call(pin_cache_socket(o.socket), &k);
+	if (refused_user(&k, ret) && o.why)
+		say_join(pin_cache_socket(o.socket), -ret, o.why, o.why_len);
+	else if (ret && !k.connected && o.why)
+		snprintf(o.why, o.why_len, "no service at %s",
+			 pin_cache_socket(o.socket));
+	if (ret == 0 && k.msg.type == CACHE_REP_ERROR)
+		ret = -k.msg.u.error.err;
+	else if (ret == 0 && k.msg.type != CACHE_REP_LOAD &&
+		 k.msg.type != CACHE_REP_DONE)
+		ret = -EPROTO;
+	if (o.why && (k.msg.type == CACHE_REP_ERROR ||
+		      k.msg.type == CACHE_REP_DONE))
+		set_why(o.why, o.why_len, k.msg.text, k.msg.text_len);
+	else if (o.why && k.msg.type == CACHE_REP_LOAD)
+		snprintf(o.why, o.why_len, "entry %llu",
+			 (unsigned long long)k.msg.u.rep_load.entry_id);
+	cache_call_end(&k);
+	return ret;
+}

@@ -14,16 +14,18 @@ struct type_rule {
 	unsigned type;
 	size_t payload;		/* exact, unless variable */
 	int variable;		/* payload >= payload bytes, any more */
-	int nfds;
+	int nfds;		/* -1: as the payload says */
 	int reply;
 };
 
 static const struct type_rule rules[] = {
 	{ CACHE_REQ_LOAD, sizeof(struct cache_req_load), 0, 1, 0 },
 	{ CACHE_REQ_LIST, 0, 0, 0, 0 },
+	{ CACHE_REQ_KEEP, sizeof(struct cache_req_keep), 0, -1, 0 },
 	{ CACHE_REP_LOAD, sizeof(struct cache_rep_load), 0, 1, 1 },
 	{ CACHE_REP_LIST, 0, 1, 0, 1 },
 	{ CACHE_REP_WAIT, sizeof(struct cache_rep_wait), 0, 0, 1 },
+	{ CACHE_REP_DONE, 0, 1, 0, 1 },
 	{ CACHE_REP_ERROR, sizeof(struct cache_rep_error), 1, 0, 1 },
 };
 
@@ -44,9 +46,20 @@ static int refuse(const char **why, const char *text)
 
 /* The payload of a known type, whose size is already checked. */
 static int decode_payload(const struct type_rule *tr, const uint8_t *p,
-			  size_t n, struct cache_msg *msg, const char **why)
+			  size_t n, int nfds, struct cache_msg *msg,
+			  const char **why)
 {
 	switch (tr->type) {
+	case CACHE_REQ_KEEP:
+		memcpy(&msg->u.keep, p, sizeof(msg->u.keep));
+		if (msg->u.keep.op < CACHE_KEEP_PIN ||
+		    msg->u.keep.op > CACHE_KEEP_WARM_END ||
+		    msg->u.keep.reserved)
+			return refuse(why, "keep request: unknown operation");
+		if (nfds != (msg->u.keep.op != CACHE_KEEP_WARM_END))
+			return refuse(why, nfds ? "message carries an fd it must not" :
+					   "message needs one fd");
+		break;
 	case CACHE_REQ_LOAD:
 		memcpy(&msg->u.load, p, sizeof(msg->u.load));
 		if ((msg->u.load.flags &
@@ -73,6 +86,7 @@ static int decode_payload(const struct type_rule *tr, const uint8_t *p,
 		msg->text_len = n - sizeof(msg->u.error);
 		break;
 	case CACHE_REP_LIST:
+	case CACHE_REP_DONE:
 		msg->text = (const char *)p;
 		msg->text_len = n;
 		break;
@@ -115,12 +129,12 @@ int cache_proto_decode(const void *buf, size_t len, int nfds,
 	}
 	if (n < tr->payload || (!tr->variable && n != tr->payload))
 		return refuse(why, "payload size wrong for the type");
-	if (nfds != tr->nfds)
+	if (tr->nfds >= 0 && nfds != tr->nfds)
 		return refuse(why, tr->nfds ? "message needs one fd" :
 				   "message carries an fd it must not");
 	msg->type = h.type;
-	return decode_payload(tr, (const uint8_t *)buf + sizeof(h), n, msg,
-			      why);
+	return decode_payload(tr, (const uint8_t *)buf + sizeof(h), n, nfds,
+			      msg, why);
 }
 
 int cache_proto_encode(void *buf, size_t cap, unsigned type,

@@ -18,9 +18,11 @@
 
 #define CACHE_REQ_LOAD		1U	/* + the checkpoint's fd */
 #define CACHE_REQ_LIST		2U
+#define CACHE_REQ_KEEP		3U	/* + the checkpoint's fd, but WARM_END */
 #define CACHE_REP_LOAD		0x81U	/* + a read-only view fd */
 #define CACHE_REP_LIST		0x82U
 #define CACHE_REP_WAIT		0x83U	/* still working on it: wait on */
+#define CACHE_REP_DONE		0x84U	/* KEEP's UNPIN, WARM_END: what was done */
 #define CACHE_REP_ERROR		0xffU
 
 /* Requests are small; a packet longer than this is refused whole. */
@@ -53,6 +55,24 @@ struct cache_req_load {
  * flag for such an image with EOPNOTSUPP: the asker loads privately.
  */
 #define CACHE_REQ_ALIGNED	(1U << 1)
+
+/*
+ * Keeping an entry loaded, whatever the budget needs (an operator's:
+ * root's or the service's own user's). PIN and WARM load the file when it
+ * is not loaded and are answered as a LOAD; UNPIN and WARM_END with DONE.
+ * WARM keeps the file for the warm list numbered set (a config file's
+ * one application); WARM_END (no fd) stops keeping what other sets kept.
+ */
+#define CACHE_KEEP_PIN		1U
+#define CACHE_KEEP_UNPIN	2U
+#define CACHE_KEEP_WARM		3U
+#define CACHE_KEEP_WARM_END	4U
+
+struct cache_req_keep {
+	uint32_t op;		/* CACHE_KEEP_* */
+	uint32_t reserved;	/* 0 */
+	uint64_t set;		/* WARM, WARM_END; else 0 */
+};
 
 struct cache_rep_wait {
 	uint32_t interval_ms;	/* the next one comes within this */
@@ -89,11 +109,12 @@ struct cache_msg {
 	unsigned type;
 	union {
 		struct cache_req_load load;
+		struct cache_req_keep keep;
 		struct cache_rep_load rep_load;
 		struct cache_rep_error error;
 		struct cache_rep_wait wait;
 	} u;
-	const char *text;	/* LIST, ERROR: into the packet, not terminated */
+	const char *text;	/* LIST, DONE, ERROR: into the packet, not terminated */
 	size_t text_len;
 };
 

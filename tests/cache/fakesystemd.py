@@ -18,6 +18,7 @@ rewritten after each message), starts (one line a start). A file
 DIR/tamper, present at a restart, changes what is handed back, once:
   unsealed  the first region replaced by an unsealed memfd of its size
   swap      the first two regions handed back under each other's names
+  oldlayout the first record rewritten with the earlier layout's magic
 """
 import os
 import signal
@@ -79,6 +80,17 @@ def tamper(passed):
         i = regions[0]
         fd = os.memfd_create("tampered", os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, os.fstat(passed[i][1]).st_size)
+        passed[i] = (passed[i][0], fd)
+        return passed, [fd]
+    metas = [i for i, (n, _) in enumerate(passed) if n.endswith(".meta")]
+    if how == "oldlayout" and metas:
+        # A record as the earlier layout wrote it: its magic (the
+        # copy's checksum is left as it was; the magic is read first).
+        i = metas[0]
+        rec = bytearray(os.pread(passed[i][1], 1 << 20, 0))
+        rec[0:8] = b"PMCFDS1\0"
+        fd = os.memfd_create("oldlayout")
+        os.write(fd, bytes(rec))
         passed[i] = (passed[i][0], fd)
         return passed, [fd]
     if how == "swap" and len(regions) >= 2:

@@ -25,8 +25,9 @@ evictions: 2; the last: 128.0 MiB, DONATE 0.041 ms, release 9.817 ms; the slowes
     last refused eviction: mapped by 3 clients
     charged to: /kubepods/pod1234
    3    256 KiB    30.1s    30.0s ready    (a file of another user)
+    kept: pinned
+    evict: no, kept loaded (pinctl cache unpin FILE lets it go)
     clients: none mapping it
-    evict: yes
    2    4.0 MiB     1.0s     1.0s loading  /models/c.safetensors
     clients: 2 waiting for the load
 """
@@ -47,14 +48,15 @@ WANT = {
          "clients_of_other_users": 2, "evictable": False,
          "evict": "no, mapped by the clients above",
          "last_refused_eviction": "mapped by 3 clients",
-         "charged_to": "/kubepods/pod1234"},
+         "charged_to": "/kubepods/pod1234", "kept": False},
         {"id": 3, "size": "256.0 KiB", "size_bytes": 256 << 10,
          "age_s": 30.1, "idle_s": 30.0, "state": "ready", "file": None,
-         "clients": [], "clients_of_other_users": 0, "evictable": True,
-         "evict": "yes"},
+         "clients": [], "clients_of_other_users": 0, "evictable": False,
+         "evict": "no, kept loaded (pinctl cache unpin FILE lets it go)",
+         "kept": True, "kept_by": "pinned"},
         {"id": 2, "size": "4.0 MiB", "size_bytes": 4 << 20, "age_s": 1.0,
          "idle_s": 1.0, "state": "loading", "file": "/models/c.safetensors",
-         "waiting": 2},
+         "waiting": 2, "kept": False},
     ],
     "table": TABLE,
 }

@@ -161,9 +161,20 @@ static int row_json(FILE *f, const char *line, int first)
 	return 1;
 }
 
+/* open: 1, an entry's object is open; | 2, its kept line was read. */
+static void entry_end(FILE *f, int open)
+{
+	if (open == 1)
+		fputs(", \"kept\": false", f);
+}
+
 static void entry_line(FILE *f, const char *line, int *open)
 {
-	if (!strncmp(line, "    clients: ", 13) && *open)
+	if (!strncmp(line, "    kept: ", 10) && *open) {
+		fputs(", \"kept\": true, \"kept_by\": ", f);
+		json_str(f, line + 10);
+		*open |= 2;
+	} else if (!strncmp(line, "    clients: ", 13) && *open)
 		clients_json(f, line + 13);
 	else if (!strncmp(line, "    evict: ", 11) && *open)
 		evict_json(f, line + 11);
@@ -174,8 +185,14 @@ static void entry_line(FILE *f, const char *line, int *open)
 		fputs(", \"charged_to\": ", f);
 		json_str(f, line + 16);
 	} else if (line[0] != ' ' || line[1] == ' ') {
-		if (row_json(f, line, !*open))
+		int was = *open;
+
+		if (was)
+			entry_end(f, was);
+		if (row_json(f, line, !was))
 			*open = 1;
+		else if (was)
+			*open = was | 2;	/* said already */
 	}
 }
 
@@ -204,6 +221,7 @@ void cache_list_json(FILE *f, const char *table)
 		if (n > 2)
 			entry_line(f, line, &open);
 	}
+	entry_end(f, open);
 	if (n >= 2)
 		fputs(open ? "}]" : "]", f);
 	free(copy);
