@@ -19,6 +19,7 @@ it (Region.donate).
 """
 import os
 import warnings
+import weakref
 from multiprocessing import reduction
 
 import numpy as np
@@ -28,18 +29,23 @@ from .. import core
 
 
 class RegionFd:
-    """A staging region as pickled for another process: its fd, the
-    backend to import it with, the bytes to map."""
+    """A staging region as pickled for another process: a duplicate of
+    its fd, the backend to import it with, the bytes to map. Owning the
+    duplicate (closed when this is collected) lets the stager close the
+    region before DCP pickles the staged dict (PinStager.close() right
+    after async_save returns)."""
 
     def __init__(self, region, nbytes):
-        self.region = region
+        self.fd = os.dup(region.fd())
+        self.backend = region.backend
         self.nbytes = nbytes
+        weakref.finalize(self, os.close, self.fd)
 
     def __reduce__(self):
-        # DupFd duplicates the fd now: the region may close before the
-        # other process takes it.
-        return (_map_region, (reduction.DupFd(self.region.fd()),
-                              self.region.backend, self.nbytes))
+        # DupFd duplicates the fd again, for the other process to take
+        # when it unpickles.
+        return (_map_region, (reduction.DupFd(self.fd), self.backend,
+                              self.nbytes))
 
 
 class ShippedTensor(torch.Tensor):
