@@ -56,7 +56,10 @@ def group(dcp, tmp_path_factory):
     """A one-rank gloo group (a FileStore); at the end, DCP's checkpoint
     process, if one was started, is told to stop."""
     import torch.distributed as dist
+    from multiprocessing import resource_tracker
     from torch.distributed.checkpoint import _async_process_executor as ape
+    tracker = resource_tracker._resource_tracker
+    tracker_was_running = tracker._fd is not None
     saved = os.environ.get("MASTER_ADDR")
     # DCP's checkpoint process rendezvouses at MASTER_ADDR (default: this
     # host's name, which need not resolve here).
@@ -73,6 +76,10 @@ def group(dcp, tmp_path_factory):
         if p._save_process.is_alive():
             p._save_process.terminate()
     dist.destroy_process_group()
+    if not tracker_was_running:
+        # Starting the checkpoint process (spawn) started multiprocessing's
+        # resource tracker, which would outlive this process by a moment.
+        tracker._stop()
     if saved is None:
         del os.environ["MASTER_ADDR"]
     else:
