@@ -16,6 +16,13 @@ no view mapping and no page reference left, from this process or any
 other one a region fd reached); on the portable backend there is no
 kernel count, and the stager waits for the view mapping it handed out to
 be unmapped (its Python objects collected), a guarantee of userland only.
+
+With process=True (for DCP's checkpoint process, AsyncCheckpointerType.
+PROCESS) the staged tensors reach that process as the region's fd (see
+_ship.py), and the stager alternates between two regions: torch's
+checkpoint process keeps the last request referenced until the next one
+arrives, so the region a save used is free again only once the save after
+it has been sent.
 Documentation/training.md says what is guaranteed where.
 """
 import copy
@@ -31,6 +38,7 @@ import torch
 from torch.distributed.checkpoint.staging import AsyncStager
 
 from .. import core
+from . import _ship
 
 __all__ = ["PinStager"]
 
@@ -122,6 +130,17 @@ def _open_cuda(cuda):
         return None
 
 
+class _Slot:
+    """One staging region and what the stager keeps of it."""
+
+    def __init__(self, region, dst):
+        self.region = region
+        self.dst = dst              # tensors over the owner mapping
+        self.last_view = None       # weakref to the view mapping handed out
+        self.registered = False
+        self.save = 0               # the save that last staged into it
+
+
 class PinStager(AsyncStager):
     """A DCP AsyncStager over one pinmem region (see the module's notes).
 
@@ -132,12 +151,17 @@ class PinStager(AsyncStager):
     region and what the last save staged are left as they were. cuda:
     "auto" registers the region's owner mapping, once, with GPU 0 where a
     CUDA driver is present (copies from GPU tensors land there); a
-    pinmem.cuda.Cuda to use that one; None or False, never."""
+    pinmem.cuda.Cuda to use that one; None or False, never.
+    process: True where the saves use DCP's checkpoint process
+    (async_checkpointer_type=AsyncCheckpointerType.PROCESS): the staged
+    tensors pickle as the region's fd instead of torch's shared-memory
+    copy, and the stager alternates between two regions (twice the
+    staging memory)."""
 
     # stage() returns the staged dict, complete: nothing to wait for.
     _synchronize_after_execute = False
 
-    def __init__(self, dev=None, timeout=60.0, cuda="auto"):
+    def __init__(self, dev=None, timeout=60.0, cuda="auto", process=False):
         if timeout is not None and timeout < 0:
             raise ValueError("PinStager: timeout must be >= 0 or None")
         self._dev = dev
@@ -145,13 +169,13 @@ class PinStager(AsyncStager):
         self._cuda_arg = cuda
         self._cuda = None
         self._cuda_tried = False
-        self._registered = False
+        self._process = bool(process)
         self._lock = threading.Lock()
         self._closed = False
-        self._region = None
+        self._slots = []        # one region, two with process=True
+        self._turn = 0          # the slot the next save stages into
+        self._current = None    # the slot the last save staged into
         self._layout = None
-        self._dst = None        # tensors over the owner mapping
-        self._last_view = None  # weakref to the view mapping handed out
         self._saves = 0
 
     # -- the AsyncStager protocol
@@ -167,16 +191,13 @@ class PinStager(AsyncStager):
             layout = _Layout(tensors)
             if self._layout is None or layout.key != self._layout.key:
                 self._release()
-                if layout.nbytes:
-                    self._make(layout)
                 self._layout = layout
-            elif self._region is not None:
-                self._reclaim()
+            slot = self._slot() if layout.nbytes else None
             self._saves += 1
-            if self._region is None:        # no tensor bytes at all
+            if slot is None:                # no tensor bytes at all
                 staged = layout.tensors_over(np.empty(0, np.uint8))
             else:
-                staged = self._fill(tensors)
+                staged = self._fill(slot, tensors)
             it = iter(staged)
             return _walk(state_dict, lambda t, path: next(it))
 
@@ -198,13 +219,19 @@ class PinStager(AsyncStager):
 
     @property
     def region(self):
-        """The staging region (None before the first save, after close)."""
-        return self._region
+        """The region the last save staged into (None before the first
+        save, after close)."""
+        return self._current.region if self._current else None
+
+    @property
+    def regions(self):
+        """The staging regions made so far: one, two with process=True."""
+        return [s.region for s in self._slots]
 
     @property
     def registered(self):
-        """Whether the region is registered with CUDA."""
-        return self._registered
+        """Whether the regions are registered with CUDA."""
+        return bool(self._slots) and all(s.registered for s in self._slots)
 
     # -- the steps
 
@@ -213,29 +240,42 @@ class PinStager(AsyncStager):
             self._dev = core.open()
         return self._dev
 
+    def _slot(self):
+        """The slot this save stages into, made on first use, else
+        reclaimed from the save that last used it."""
+        if len(self._slots) < (2 if self._process else 1):
+            slot = self._make(self._layout)
+            self._slots.append(slot)
+        else:
+            slot = self._slots[self._turn]
+            self._reclaim(slot)
+        self._turn = (self._turn + 1) % (2 if self._process else 1)
+        self._current = slot
+        return slot
+
     def _make(self, layout):
-        """The region for layout, registered with CUDA once."""
+        """A slot for layout, its region registered with CUDA once."""
         region = self._device().alloc(layout.nbytes)
         if not self._cuda_tried:
             self._cuda_tried = True
             self._cuda = _open_cuda(self._cuda_arg)
+        slot = _Slot(region, None)
         if self._cuda is not None:
-            self._register(region)
+            slot.registered = self._register(region)
         owner = region.owner_array(np.uint8, (layout.nbytes,))
-        self._region = region
-        self._dst = layout.tensors_over(owner)
+        slot.dst = layout.tensors_over(owner)
+        return slot
 
     def _release(self):
-        """Let go of the region; the last save's views keep its memory
+        """Let go of the regions; the last saves' views keep their memory
         until they are unmapped."""
-        region, self._region = self._region, None
-        self._dst, self._layout, self._last_view = None, None, None
-        if region is None:
-            return
-        if self._registered:
-            self._cuda.unregister(region)
-            self._registered = False
-        region.close()
+        slots, self._slots = self._slots, []
+        self._turn, self._current, self._layout = 0, None, None
+        for slot in slots:
+            slot.dst = None
+            if slot.registered:
+                self._cuda.unregister(slot.region)
+            slot.region.close()
 
     def _register(self, region):
         """Register the owner mapping with CUDA, once per region. A refusal
@@ -243,7 +283,7 @@ class PinStager(AsyncStager):
         registration) under "auto"."""
         try:
             self._cuda.register(region)
-            self._registered = True
+            return True
         except core.PinError as e:
             if self._cuda_arg != "auto":
                 region.close()
@@ -251,19 +291,20 @@ class PinStager(AsyncStager):
             warnings.warn("PinStager: CUDA did not register staging region "
                           "%d (%s); copies from GPUs into it are staged as "
                           "into pageable memory" % (region.id, e.strerror),
-                          RuntimeWarning, stacklevel=4)
+                          RuntimeWarning, stacklevel=5)
+            return False
 
-    def _reclaim(self):
-        """Wait until the last save's writer no longer holds the region,
-        and make it writable again."""
-        if self._region.backend == "device":
-            self._donate()
-            self._region.reopen()
+    def _reclaim(self, slot):
+        """Wait until the writer of the save that last used slot no longer
+        holds its region, and make it writable again."""
+        if slot.region.backend == "device":
+            self._donate(slot)
+            slot.region.reopen()
         else:
-            self._wait_view_gone()
+            self._wait_view_gone(slot)
 
-    def _donate(self):
-        r = self._region
+    def _donate(self, slot):
+        r = slot.region
         first = _COLLECT_AFTER_S if self._timeout is None else \
             min(self._timeout, _COLLECT_AFTER_S)
         start = time.monotonic()
@@ -274,7 +315,7 @@ class PinStager(AsyncStager):
             if e.errno not in (errno.EBUSY, errno.ETIMEDOUT):
                 raise
             if self._timeout is not None and first >= self._timeout:
-                raise self._busy(e, self._views(), r.refs()) from None
+                raise self._busy(slot, e, self._views(r), r.refs()) from None
         gc.collect()
         rest = None if self._timeout is None else \
             max(0.0, self._timeout - (time.monotonic() - start))
@@ -283,17 +324,19 @@ class PinStager(AsyncStager):
         except core.PinError as e:
             if e.errno not in (errno.EBUSY, errno.ETIMEDOUT):
                 raise
-            raise self._busy(e, self._views(), r.refs()) from None
+            raise self._busy(slot, e, self._views(r), r.refs()) from None
 
-    def _views(self):
-        """The view mappings holding the region (its owner mapping, which
-        the stager keeps, holds nothing up)."""
-        return [h for h in self._region.holders() if h.kind != "owner"]
+    @staticmethod
+    def _views(region):
+        """The view mappings holding region (its owner mapping, which the
+        stager keeps, holds nothing up)."""
+        return [h for h in region.holders() if h.kind != "owner"]
 
-    def _wait_view_gone(self):
+    def _wait_view_gone(self, slot):
         """Portable backend: no kernel count; wait for the view mapping
-        the last save handed out to be unmapped (its objects collected)."""
-        ref = self._last_view
+        the save that last used slot handed out to be unmapped (its
+        objects collected)."""
+        ref = slot.last_view
         start = time.monotonic()
         collected = False
         while True:
@@ -303,15 +346,15 @@ class PinStager(AsyncStager):
             del m
             waited = time.monotonic() - start
             if self._timeout is not None and waited >= self._timeout:
-                raise self._busy(None, [], [])
+                raise self._busy(slot, None, [], [])
             if not collected and waited >= _COLLECT_AFTER_S:
                 collected = True
                 gc.collect()
                 continue
             time.sleep(_POLL_S)
 
-    def _busy(self, cause, holders, refs):
-        r = self._region
+    def _busy(self, slot, cause, holders, refs):
+        r = slot.region
         if r.backend == "device":
             who = "; ".join(str(h) for h in holders) or "no view mapping"
         else:
@@ -322,20 +365,22 @@ class PinStager(AsyncStager):
                 "staging region %d after %s s (holders: %s%s%s); the region "
                 "and what save %d staged are unchanged. Wait for the last "
                 "save's future, or give the stager a longer timeout" %
-                (self._saves + 1, self._saves, r.id, self._timeout, who,
+                (self._saves + 1, slot.save, r.id, self._timeout, who,
                  "; referenced bytes: " if refs else "",
-                 "; ".join(str(x) for x in refs), self._saves))
+                 "; ".join(str(x) for x in refs), slot.save))
         if cause is not None:
             text += " (%s)" % cause.strerror
         return core.BusyError(errno.ETIMEDOUT, text, holders, refs)
 
-    def _fill(self, tensors):
-        """Copy tensors into the region, seal it (device backend) and
-        return tensors over a fresh read-only view of it."""
+    def _fill(self, slot, tensors):
+        """Copy tensors into slot's region, seal it (device backend) and
+        return tensors over a fresh read-only view of it (ShippedTensors
+        with process=True)."""
         with torch.no_grad():
-            for dst, src in zip(self._dst, tensors):
+            for dst, src in zip(slot.dst, tensors):
                 dst.copy_(src.detach())
-        r = self._region
+        slot.save = self._saves
+        r = slot.region
         if r.backend == "device":
             r.seal()
         nbytes = self._layout.nbytes
@@ -345,10 +390,13 @@ class PinStager(AsyncStager):
             m = core._ViewMapping(r._ptr(), r.id, 0, length, False, r._err,
                                   r._busy_holders, backend=r.backend,
                                   register=False)
-        self._last_view = weakref.ref(m)
+        slot.last_view = weakref.ref(m)
         buf = np.asarray(m)[:nbytes]
         del m
         with warnings.catch_warnings():
             # Read-only memory: a write faults; DCP's writer only reads.
             warnings.simplefilter("ignore", UserWarning)
-            return self._layout.tensors_over(buf)
+            staged = self._layout.tensors_over(buf)
+        if self._process:
+            staged = _ship.ship(staged, self._layout.offsets, r, nbytes)
+        return staged
