@@ -3,7 +3,9 @@
 torch has DCP: torch 2; the stager needs DCP's async staging, 2.9 and
 later): the stager stages async_save's state dict in one reused region,
 the storage layer writes and reads torch's own .distcp layout with
-libpin's io_uring I/O.
+libpin's io_uring I/O; PinHuggingFaceStorageWriter and
+PinHuggingFaceStorageReader the same for torch's Hugging Face layout
+(safetensors shards written by libpin's writer, read into pinned memory).
 
     import torch.distributed.checkpoint as dcp
     from pinmem.dcp import PinStager, PinStorageWriter, PinStorageReader
@@ -18,5 +20,7 @@ guarantees about reusing the staging memory, and how a save commits.
 """
 from .stager import PinStager
 from .storage import PinStorageWriter, PinStorageReader
+from .hf import PinHuggingFaceStorageWriter, PinHuggingFaceStorageReader
 
-__all__ = ["PinStager", "PinStorageWriter", "PinStorageReader"]
+__all__ = ["PinStager", "PinStorageWriter", "PinStorageReader",
+           "PinHuggingFaceStorageWriter", "PinHuggingFaceStorageReader"]
