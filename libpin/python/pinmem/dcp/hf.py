@@ -14,8 +14,10 @@ Writing: each shard is written by libpin's safetensors writer
 the filesystem allows it, to a temporary name, synced and renamed into
 place; the index is replaced the same way, after the shards. The shards
 hold what torch's hold (names, dtypes, shapes, bytes, torch's
-__metadata__ with the DCP sharding offsets); only the header's padding
-differs: libpin pads it so that the data starts on a 4096-byte boundary.
+__metadata__ with the DCP sharding offsets, the data section byte for
+byte); the header differs in its padding (libpin starts the data on a
+4096-byte boundary) and its __metadata__ key order (libpin's is sorted,
+torch's varies from file to file).
 Reading: each shard the plan needs is loaded whole with pinmem's
 safetensors loader into pinned memory and the planner's tensors copied
 from it. The headers are read by pinmem too: errors name the file.
@@ -23,7 +25,6 @@ from it. The headers are read by pinmem too: errors name the file.
 import json
 import os
 
-import numpy as np
 import torch
 from torch.distributed.checkpoint import (HuggingFaceStorageReader,
                                           HuggingFaceStorageWriter)
@@ -65,8 +66,8 @@ class PinHuggingFaceStorageWriter(HuggingFaceStorageWriter):
     """torch's HuggingFaceStorageWriter (same arguments, same files),
     each shard written by pin_st_save; queue_depth, request_size, direct:
     libpin's I/O options (direct=False: never O_DIRECT). Shards are
-    written one after the other (thread_count only splits nothing here);
-    a state dict of tensors only: the layout has no place for other
+    written one after the other, whatever thread_count says. A state
+    dict of tensors only: the layout has no place for other
     objects (torch's writer would put their bytes ahead of the shard's
     header), so they are refused, by name."""
 
