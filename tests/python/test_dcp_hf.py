@@ -3,7 +3,8 @@
 against torch's HuggingFaceStorageWriter and HuggingFaceStorageReader, one
 process (no_dist): the same files (names, index, tensors and their bytes,
 torch's __metadata__), read both ways bit for bit, loadable by the
-safetensors package, and clear errors for a cut or missing shard."""
+safetensors package and by transformers, and clear errors for a cut or
+missing shard."""
 import json
 import os
 import struct
@@ -264,3 +265,27 @@ def test_consolidation(tmp_path):
         str(tmp_path / "pin")), no_dist=True)
     for k in sd:
         assert bits_equal(out[k], sd[k]), k
+
+
+def test_transformers_loads_pin_shards(tmp_path):
+    """transformers' from_pretrained loads a tiny bf16 Llama saved by
+    pinmem's writer in two shards (its config beside them): every
+    parameter bit for bit."""
+    transformers = pytest.importorskip("transformers")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    torch.manual_seed(5)
+    config = transformers.LlamaConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+        max_position_embeddings=32, tie_word_embeddings=False)
+    model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+    sd = {k: v.contiguous() for k, v in model.state_dict().items()}
+    mapping = {k: 1 + ("layers.1." in k) for k in sd}
+    dcp.save(sd, storage_writer=PinHuggingFaceStorageWriter(
+        str(tmp_path), fqn_to_index_mapping=mapping), no_dist=True)
+    config.save_pretrained(str(tmp_path))
+    loaded = transformers.LlamaForCausalLM.from_pretrained(
+        str(tmp_path), dtype=torch.bfloat16).state_dict()
+    assert sorted(loaded) == sorted(sd)
+    for k in sd:
+        assert bits_equal(loaded[k], sd[k]), k
