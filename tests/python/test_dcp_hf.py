@@ -241,6 +241,30 @@ def test_missing_shard(saved, tmp_path, writer):
                                      folder))
 
 
+@pytest.mark.parametrize("damage", ["unlink", "truncate"])
+def test_shard_damaged_after_planning(saved, tmp_path, monkeypatch, damage):
+    """A shard removed or cut between the metadata and the data reads:
+    the data read fails naming it."""
+    folder = copy_of(saved, tmp_path, "pin")
+    shard = folder / "model-00002-of-00002.safetensors"
+    real = PinHuggingFaceStorageReader.read_metadata
+
+    def then_damage(self):
+        md = real(self)
+        if damage == "unlink":
+            os.unlink(shard)
+        else:
+            os.truncate(shard, os.path.getsize(shard) - 3)
+        return md
+    monkeypatch.setattr(PinHuggingFaceStorageReader, "read_metadata",
+                        then_damage)
+    exc = failure(load, PinHuggingFaceStorageReader, folder)
+    from pinmem.safetensors import SafetensorError
+    assert isinstance(exc, FileNotFoundError if damage == "unlink" else
+                      SafetensorError)
+    assert str(shard) in str(exc)
+
+
 def test_consolidation(tmp_path):
     """save_distributed with enable_consolidation, one process: pinmem
     writes the shard (under sharded/), torch's consolidation joins it
@@ -267,12 +291,12 @@ def test_consolidation(tmp_path):
         assert bits_equal(out[k], sd[k]), k
 
 
-def test_transformers_loads_pin_shards(tmp_path):
+def test_transformers_loads_pin_shards(tmp_path, monkeypatch):
     """transformers' from_pretrained loads a tiny bf16 Llama saved by
     pinmem's writer in two shards (its config beside them): every
     parameter bit for bit."""
     transformers = pytest.importorskip("transformers")
-    os.environ["HF_HUB_OFFLINE"] = "1"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     torch.manual_seed(5)
     config = transformers.LlamaConfig(
         hidden_size=32, intermediate_size=64, num_hidden_layers=2,
