@@ -14,7 +14,9 @@ first, named "pinmem-cached.socket" as socket activation names it.
 SIGTERM: CMD is stopped and the store closed, as by systemctl stop.
 
 Files in DIR: pid (CMD's pid now), store (the stored names, one a line,
-rewritten after each message), starts (one line a start). A file
+rewritten after each message), starts (one line a start), held (the
+pid that exited while DIR/hold exists: the next start waits for its
+removal). A file
 DIR/tamper, present at a restart, changes what is handed back, once:
   unsealed  the first region replaced by an unsealed memfd of its size
   swap      the first two regions handed back under each other's names
@@ -36,6 +38,7 @@ if args[0] == "--listen":
 d, cmd = args[0], args[1:]
 store = []          # (name, fd), in the order stored
 stopping = False
+sock_of = []        # the notify socket, for hold()
 
 
 def write(name, text):
@@ -124,6 +127,19 @@ def start():
     return pid
 
 
+def hold():
+    """While DIR/hold exists, the service stays down (held names the
+    pid that exited): a test's client can then connect to the socket
+    between two services, never to one that is stopping."""
+    path = os.path.join(d, "hold")
+    if not os.path.exists(path):
+        return
+    write("held", "%s\n" % open(os.path.join(d, "pid")).read().strip())
+    while os.path.exists(path) and not stopping:
+        drain(sock_of[0])
+        time.sleep(0.02)
+
+
 def stop(*_):
     global stopping
     stopping = True
@@ -133,6 +149,7 @@ def main():
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(os.path.join(d, "notify"))
     sock.setblocking(False)
+    sock_of.append(sock)
     signal.signal(signal.SIGTERM, stop)
     write("store", "")
     pid = start()
@@ -148,6 +165,7 @@ def main():
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done:
             drain(sock)
+            hold()
             pid = start()
         time.sleep(0.02)
 
