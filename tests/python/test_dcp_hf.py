@@ -12,25 +12,9 @@ import struct
 import pytest
 
 
-def _torch_version():
-    try:
-        from importlib import metadata
-        return tuple(int(x) for x in
-                     metadata.version("torch").split("+")[0].split(".")[:2])
-    except Exception:
-        return None
+from dcp_torch import require_torch2  # noqa: E402
 
-
-# Checked without importing torch (seconds; minutes under an emulator).
-_TV = _torch_version()
-if _TV is None:
-    pytest.skip("torch is not installed", allow_module_level=True)
-if _TV < (2, 0) or os.environ.get("PINMEM_PY_NO_TORCH") == "1":
-    pytest.skip("pinmem.dcp needs torch 2's torch.distributed.checkpoint "
-                "(this Python's torch is %d.%d%s)" % (
-                    _TV + ((", left out: $PINMEM_PY_NO_TORCH=1",)
-                           if os.environ.get("PINMEM_PY_NO_TORCH") == "1"
-                           else ("",))), allow_module_level=True)
+require_torch2()
 
 import torch  # noqa: E402
 import torch.distributed.checkpoint as dcp  # noqa: E402

@@ -41,7 +41,7 @@ from torch.futures import Future
 
 from .. import core
 from .. import _lib
-from ..safetensors._atomic import replace_file
+from ..safetensors._atomic import replace_file, sync_folder
 from . import _record, _stream
 
 _DATA_FILE = re.compile(r"__\d+_\d+(-[0-9a-f]+)?\.distcp\Z")
@@ -55,14 +55,6 @@ class _TaggedPrefix(_fs._StoragePrefix):
     """torch's per-rank file prefix, with the save's tag ("" in a folder
     that holds no checkpoint yet: torch's own names)."""
     tag: str = ""
-
-
-def _sync_folder(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _need_io():
@@ -122,7 +114,7 @@ class PinStorageWriter(_fs.FileSystemWriter):
         for n, items in enumerate(buckets):
             name = "%s%d%s%s" % (prefix.prefix, n, tag, _fs.DEFAULT_SUFFIX)
             results += self._write_file(name, items, planner)
-        _sync_folder(self.path)
+        sync_folder(self.path)
         fut = Future()
         fut.set_result(results)
         return fut
@@ -186,7 +178,7 @@ class PinStorageWriter(_fs.FileSystemWriter):
         replace_file(os.path.join(self.path, md_name),
                      [pickle.dumps(metadata)])
         # A folder this save made is durable only once its parent is.
-        _sync_folder(os.path.dirname(os.path.abspath(self.path)))
+        sync_folder(os.path.dirname(os.path.abspath(self.path)))
         self._remove_unnamed(storage, mine)
 
     def _remove_unnamed(self, storage, mine):

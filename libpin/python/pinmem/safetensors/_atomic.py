@@ -47,7 +47,12 @@ def replace_file(filename, parts):
         except OSError:
             pass
         raise
-    dfd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    sync_folder(folder or ".")
+
+
+def sync_folder(path):
+    """fsync the folder path: a rename in it on disk."""
+    dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
     finally:
