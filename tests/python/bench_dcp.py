@@ -10,8 +10,11 @@ STEP seconds of training apart.
 
 Rows: save (dcp.save), default (dcp.async_save with one DefaultStager kept
 for every save), blocking (with BlockingAsyncStager), pinmem (pinmem.dcp's
-stager and storage writer), fio (sequential O_DIRECT writes of the same
-bytes, io_uring: the disk's pace). Per row: the time the loop is blocked
+stager and storage writer), hf-default and hf-pinmem (the same two in
+DCP's Hugging Face layout: torch's HuggingFaceStorageWriter with a kept
+DefaultStager, pinmem.dcp's stager and PinHuggingFaceStorageWriter),
+fio (sequential O_DIRECT writes of the same bytes, io_uring: the disk's
+pace). Per row: the time the loop is blocked
 per save (until save/async_save returns), the time until the save is on
 disk, the write rate (bytes over the time on disk), the staging memory
 (the process's anonymous resident growth over the run plus pinmem's
@@ -53,7 +56,8 @@ try:
 except ImportError:
     reexec_in_venv()
 
-ROWS = ("save", "default", "blocking", "pinmem", "fio")
+ROWS = ("save", "default", "blocking", "pinmem", "hf-default", "hf-pinmem",
+        "fio")
 
 
 def anon_bytes():
@@ -90,15 +94,23 @@ def step(sd):
         t.add_(1)
 
 
-def pinmem_parts(d):
+def pinmem_parts(d, layout):
     from pinmem import dcp as pdcp
-    stager = pdcp.PinStager()
-    return stager, lambda k: pdcp.PinStorageWriter(os.path.join(d, str(k)))
+    make = pdcp.PinHuggingFaceStorageWriter if layout == "hf" else \
+        pdcp.PinStorageWriter
+    return pdcp.PinStager(), lambda k: make(os.path.join(d, str(k)))
 
 
 def make_row(row, d):
     """(stager or None, writer factory, async)."""
     fs = dcp.FileSystemWriter
+    if row == "hf-default":
+        st = DefaultStager(StagingOptions(False, False, False, False))
+        return st, lambda k: dcp.HuggingFaceStorageWriter(
+            os.path.join(d, str(k))), True
+    if row == "hf-pinmem":
+        stager, writer = pinmem_parts(d, "hf")
+        return stager, writer, True
     if row == "save":
         return None, lambda k: fs(os.path.join(d, str(k))), False
     if row == "default":
@@ -107,7 +119,7 @@ def make_row(row, d):
     if row == "blocking":
         return BlockingAsyncStager(), lambda k: fs(os.path.join(d, str(k))), \
             True
-    stager, writer = pinmem_parts(d)
+    stager, writer = pinmem_parts(d, "distcp")
     return stager, writer, True
 
 
