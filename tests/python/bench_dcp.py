@@ -18,8 +18,9 @@ pace). Per row: the time the loop is blocked
 per save (until save/async_save returns), the time until the save is on
 disk, the write rate (bytes over the time on disk), the staging memory
 (the process's anonymous resident growth over the run plus pinmem's
-staging region, against the state dict's size) and CPU seconds per GB. Needs torch >= 2.9 (DCP's stagers):
-run under Debian's python3 it re-runs itself under the test venv's.
+staging region, against the state dict's size) and CPU seconds per GB.
+Needs torch >= 2.9 (DCP's stagers): run under Debian's python3 it re-runs
+itself under the test venv's.
 """
 import argparse
 import json

@@ -13,7 +13,10 @@ bit. It also saves a tensor sharded across the ranks (a DTensor,
 Shard(0)) to DIR/shard with PinStorageWriter; with RESHARD_FROM (a
 DIR/shard written at another world size) it loads that into a DTensor
 sharded across this run's ranks and checks its rows; and it loads its
-own DIR/shard into a DTensor sharded by columns (Shard(1)). Rank r writes
+own DIR/shard into a DTensor sharded by columns (Shard(1)). Then async
+saves staged by PinStager (DIR/async-K), of a DTensor and a plain
+tensor changed as soon as each save returns: every checkpoint holds its
+own step's values, each rank's saves reuse one region. Rank r writes
 DIR/rank-r.json: what it checked.
 """
 import json
@@ -29,7 +32,8 @@ from torch.distributed.checkpoint.state_dict import (get_state_dict,
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "libpin", "python"))
-from pinmem.dcp import PinStorageReader, PinStorageWriter  # noqa: E402
+from pinmem.dcp import (PinStager, PinStorageReader,  # noqa: E402
+                        PinStorageWriter)
 
 FULL_ROWS, FULL_COLS = 24, 40
 
@@ -146,6 +150,54 @@ def sharded(top, reshard_from):
     return out
 
 
+def staged_async(top, saves=3):
+    """async_save with PinStager of a DTensor (row shards) and a plain
+    tensor, the training loop changing both as soon as each save
+    returns; what each checkpoint holds, read back by torch's reader."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    w = distribute_tensor(full(), mesh, [Shard(0)])
+    sd = {"w": w, "b": torch.zeros(8), "step": 0}
+    # Its own group: the saves' collectives run in DCP's thread.
+    pg = dist.new_group(backend="gloo")
+    stager = PinStager(cuda=None)
+    futures, regions = [], set()
+    try:
+        for k in range(saves):
+            with torch.no_grad():
+                w.to_local().copy_(full().chunk(dist.get_world_size())[
+                    dist.get_rank()] + k)
+                sd["b"].fill_(k)
+            sd["step"] = k
+            futures.append(dcp.async_save(
+                sd, storage_writer=PinStorageWriter(
+                    os.path.join(top, "async-%d" % k)),
+                async_stager=stager, process_group=pg))
+            regions.add(stager.region.id)
+            with torch.no_grad():               # the next step, at once
+                w.to_local().fill_(-1)
+                sd["b"].fill_(-1)
+            futures[-1].result()
+    finally:
+        stager.close()
+    right = 0
+    for k in range(saves):
+        got = {"w": distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
+                                                  dtype=torch.float64),
+                                      mesh, [Shard(0)]),
+               "b": torch.zeros(8), "step": -1}
+        dcp.load(got, storage_reader=FileSystemReader(
+            os.path.join(top, "async-%d" % k)))
+        rows = FULL_ROWS // dist.get_world_size()
+        r = dist.get_rank()
+        right += torch.equal(got["w"].to_local(),
+                             full()[r * rows:(r + 1) * rows] + k) and \
+            bool((got["b"] == k).all()) and got["step"] == k
+    return {"async saves right": right, "async saves": saves,
+            "async regions": len(regions)}
+
+
 def main():
     top = sys.argv[1]
     if not dist.is_initialized():
@@ -154,6 +206,7 @@ def main():
     res = {"world": dist.get_world_size()}
     res.update(model_round_trips(top))
     res.update(sharded(top, sys.argv[2] if len(sys.argv) > 2 else None))
+    res.update(staged_async(top))
     dist.barrier()
     dist.destroy_process_group()
     with open(os.path.join(top, "rank-%d.json" % rank), "w") as f:

@@ -214,6 +214,23 @@ def test_staged_dict_mirrors_the_state_dict(dcp, dev):
         stager.close()
 
 
+def test_other_tensor_subclasses_are_refused_by_name(dcp, dev):
+    torch, _, pd = dcp
+
+    class Odd(torch.Tensor):
+        pass
+    stager = pd.PinStager(dev=dev, cuda=None)
+    try:
+        with pytest.raises(TypeError, match=r"state_dict\['opt'\]\[1\] "
+                           r"is a Odd; only plain tensors and DTensors"):
+            stager.stage({"w": torch.ones(4),
+                          "opt": [torch.ones(2), torch.ones(3).as_subclass(
+                              Odd)]})
+        assert stager.region is None        # nothing was staged
+    finally:
+        stager.close()
+
+
 def test_changed_structure_makes_a_new_region(dcp, dev):
     torch, _, pd = dcp
     stager = pd.PinStager(dev=dev, cuda=None)

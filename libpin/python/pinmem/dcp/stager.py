@@ -86,17 +86,36 @@ def _is_distributed(x):
     return type(x).__module__.startswith("torch.distributed")
 
 
+def _is_dtensor(x):
+    return type(x).__name__ == "DTensor" and _is_distributed(x)
+
+
+def _rewrap(dt, local):
+    """A DTensor with dt's sharding (mesh, placements, global shape) over
+    the staged local tensor, which stays where it is (DTensor.from_local
+    would move it to the mesh's device: a GPU's, for a model trained
+    there). What torch's own stagers do: the DTensor's spec kept, its
+    local tensor replaced."""
+    from torch.distributed.tensor import DTensor
+    return DTensor(local, dt._spec, requires_grad=False)
+
+
 def _walk(obj, leaf, path="state_dict"):
-    """obj with every tensor replaced by leaf(tensor, path); dicts, lists
-    and tuples rebuilt, every other value kept as it is."""
+    """obj with every tensor replaced by leaf(tensor, path); a DTensor's
+    local shard is the tensor, the DTensor rebuilt over what leaf gave;
+    dicts, lists and tuples rebuilt, every other value kept as it is."""
     if isinstance(obj, torch.Tensor) and not _is_distributed(obj):
         if type(obj) not in (torch.Tensor, torch.nn.Parameter):
             raise TypeError("PinStager: %s is a %s; only plain tensors "
-                            "are staged" % (path, type(obj).__name__))
+                            "and DTensors are staged" %
+                            (path, type(obj).__name__))
         return leaf(obj, path)
+    if _is_dtensor(obj):
+        return _rewrap(obj, _walk(obj._local_tensor, leaf, path + ".local"))
     if _is_distributed(obj):
-        raise TypeError("PinStager: %s is a %s, which a one-process stager "
-                        "cannot stage" % (path, type(obj).__name__))
+        raise TypeError("PinStager: %s is a %s, which the stager cannot "
+                        "stage (DTensors and plain tensors only)" %
+                        (path, type(obj).__name__))
     if isinstance(obj, dict):
         out = copy.copy(obj)
         for k, v in obj.items():
