@@ -16,8 +16,10 @@ sharded across this run's ranks and checks its rows; and it loads its
 own DIR/shard into a DTensor sharded by columns (Shard(1)). Then async
 saves staged by PinStager (DIR/async-K), of a DTensor and a plain
 tensor changed as soon as each save returns: every checkpoint holds its
-own step's values, each rank's saves reuse one region. Rank r writes
-DIR/rank-r.json: what it checked.
+own step's values, each rank's saves reuse one region; and the same in
+DCP's checkpoint processes (DIR/async-process-K: the storage writer
+pickled to each, two regions a rank). Rank r writes DIR/rank-r.json:
+what it checked.
 """
 import json
 import os
@@ -150,18 +152,34 @@ def sharded(top, reshard_from):
     return out
 
 
-def staged_async(top, saves=3):
+def _stop_checkpoint_process():
+    from torch.distributed.checkpoint import _async_process_executor as ape
+    p = ape._CHECKPOINT_PROCESS
+    if p is not None:
+        ape._CHECKPOINT_PROCESS = None
+        p._send(ape._CheckpointSaveProcessControlOpts.TERMINATE)
+        p._save_process.join(timeout=60)
+
+
+def staged_async(top, process, saves=3):
     """async_save with PinStager of a DTensor (row shards) and a plain
     tensor, the training loop changing both as soon as each save
-    returns; what each checkpoint holds, read back by torch's reader."""
+    returns; what each checkpoint holds, read back by torch's reader.
+    process: in DCP's checkpoint process (the writer pickled to it, the
+    region passed by fd), else in its thread."""
+    from torch.distributed.checkpoint.state_dict_saver import \
+        AsyncCheckpointerType
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
     mesh = init_device_mesh("cpu", (dist.get_world_size(),))
     w = distribute_tensor(full(), mesh, [Shard(0)])
     sd = {"w": w, "b": torch.zeros(8), "step": 0}
+    kind = AsyncCheckpointerType.PROCESS if process else \
+        AsyncCheckpointerType.THREAD
+    name = "async-process" if process else "async"
     # Its own group: the saves' collectives run in DCP's thread.
     pg = dist.new_group(backend="gloo")
-    stager = PinStager(cuda=None)
+    stager = PinStager(cuda=None, process=process)
     futures, regions = [], set()
     try:
         for k in range(saves):
@@ -172,8 +190,9 @@ def staged_async(top, saves=3):
             sd["step"] = k
             futures.append(dcp.async_save(
                 sd, storage_writer=PinStorageWriter(
-                    os.path.join(top, "async-%d" % k)),
-                async_stager=stager, process_group=pg))
+                    os.path.join(top, "%s-%d" % (name, k))),
+                async_stager=stager, process_group=pg,
+                async_checkpointer_type=kind))
             regions.add(stager.region.id)
             with torch.no_grad():               # the next step, at once
                 w.to_local().fill_(-1)
@@ -181,6 +200,8 @@ def staged_async(top, saves=3):
             futures[-1].result()
     finally:
         stager.close()
+        if process:
+            _stop_checkpoint_process()
     right = 0
     for k in range(saves):
         got = {"w": distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
@@ -188,14 +209,14 @@ def staged_async(top, saves=3):
                                       mesh, [Shard(0)]),
                "b": torch.zeros(8), "step": -1}
         dcp.load(got, storage_reader=FileSystemReader(
-            os.path.join(top, "async-%d" % k)))
+            os.path.join(top, "%s-%d" % (name, k))))
         rows = FULL_ROWS // dist.get_world_size()
         r = dist.get_rank()
         right += torch.equal(got["w"].to_local(),
                              full()[r * rows:(r + 1) * rows] + k) and \
             bool((got["b"] == k).all()) and got["step"] == k
-    return {"async saves right": right, "async saves": saves,
-            "async regions": len(regions)}
+    return {"%s saves right" % name: right, "%s saves" % name: saves,
+            "%s regions" % name: len(regions)}
 
 
 def main():
@@ -206,7 +227,8 @@ def main():
     res = {"world": dist.get_world_size()}
     res.update(model_round_trips(top))
     res.update(sharded(top, sys.argv[2] if len(sys.argv) > 2 else None))
-    res.update(staged_async(top))
+    res.update(staged_async(top, process=False))
+    res.update(staged_async(top, process=True))
     dist.barrier()
     dist.destroy_process_group()
     with open(os.path.join(top, "rank-%d.json" % rank), "w") as f:

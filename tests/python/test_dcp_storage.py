@@ -109,6 +109,20 @@ def test_files_are_torch_s_byte_for_byte(tmp_path):
     assert mds[0].state_dict_metadata == mds[1].state_dict_metadata
 
 
+def test_a_pickled_writer_writes_the_same_files(tmp_path):
+    """DCP's checkpoint process gets the storage writer pickled."""
+    sd = state()
+    w = pickle.loads(pickle.dumps(PinStorageWriter(tmp_path / "pin",
+                                                   queue_depth=3)))
+    assert w.io.c.queue_depth == 3
+    dcp.save(sd, storage_writer=w)
+    dcp.save(sd, storage_writer=FileSystemWriter(tmp_path / "torch"))
+    assert filecmp.cmp(tmp_path / "pin" / "__0_0.distcp",
+                       tmp_path / "torch" / "__0_0.distcp", shallow=False)
+    reader = pickle.loads(pickle.dumps(PinStorageReader(tmp_path / "pin")))
+    assert_same(sd, load(tmp_path / "pin", reader=lambda _: reader))
+
+
 def test_parts_become_the_file_in_order(tmp_path):
     """Small parts past the 8 MiB gathered, large ones at offsets that are
     not 4096 multiples, a short tail: the file is their concatenation."""
@@ -299,9 +313,12 @@ def check_round_trips(top, world, reports):
     for r in reports:
         assert r["world"] == world and r["tensors"] > 30
         assert r["columns equal"] is True
-        # PinStager, a DTensor among the staged: each save its own step.
+        # PinStager, a DTensor among the staged: each save its own step,
+        # in DCP's thread and in its checkpoint process.
         assert r["async saves right"] == r["async saves"] == 3
         assert r["async regions"] == 1
+        assert r["async-process saves right"] == 3
+        assert r["async-process regions"] == 2
         assert r["pin read by FileSystemReader"] == []
         assert r["torch read by PinStorageReader"] == []
     want = [".metadata"] + ["__%d_0.distcp" % i for i in range(world)]

@@ -115,6 +115,7 @@ class IoOpts:
     text of a failure."""
 
     def __init__(self, queue_depth=None, request_size=None, direct=True):
+        self._args = (queue_depth, request_size, direct)
         self.c = _lib.init(_lib.PinIoOpts)
         self.c.queue_depth = queue_depth or 0
         self.c.request_size = request_size or 0
@@ -122,6 +123,11 @@ class IoOpts:
         self._why = ctypes.create_string_buffer(512)
         _lib.why_of(self.c, self._why)
         self.stats = _lib.init(_lib.PinIoStats)
+
+    def __reduce__(self):
+        # By its options: the ctypes structures do not pickle, and DCP's
+        # checkpoint process gets the storage writer pickled.
+        return (IoOpts, self._args)
 
     def _error(self, ret, what):
         return PinError(-ret, _lib.text(self._why.value) or
