@@ -18,7 +18,9 @@ saves staged by PinStager (DIR/async-K), of a DTensor and a plain
 tensor changed as soon as each save returns: every checkpoint holds its
 own step's values, each rank's saves reuse one region; and the same in
 DCP's checkpoint processes (DIR/async-process-K: the storage writer
-pickled to each, two regions a rank). Rank r writes DIR/rank-r.json:
+pickled to each, two regions a rank). Last, DCP's Hugging Face layout
+over the ranks (save_distributed, consolidated) by pinmem's writer and
+torch's, DIR/hf-pin and DIR/hf-torch. Rank r writes DIR/rank-r.json:
 what it checked.
 """
 import json
@@ -34,8 +36,9 @@ from torch.distributed.checkpoint.state_dict import (get_state_dict,
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "libpin", "python"))
-from pinmem.dcp import (PinStager, PinStorageReader,  # noqa: E402
-                        PinStorageWriter)
+from pinmem.dcp import (PinHuggingFaceStorageReader,  # noqa: E402
+                        PinHuggingFaceStorageWriter, PinStager,
+                        PinStorageReader, PinStorageWriter)
 
 FULL_ROWS, FULL_COLS = 24, 40
 
@@ -219,6 +222,48 @@ def staged_async(top, process, saves=3):
             "%s regions" % name: len(regions)}
 
 
+def hf_over_ranks(top):
+    """The Hugging Face layout over the ranks: a row-sharded DTensor and
+    a replicated tensor saved with save_distributed and consolidation by
+    pinmem's writer and by torch's; rank 0 compares the consolidated
+    files; each rank loads pinmem's into a fresh DTensor with pinmem's
+    reader and checks its rows."""
+    from torch.distributed.checkpoint import HuggingFaceStorageWriter
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    sd = {"w": distribute_tensor(full(), mesh, [Shard(0)]),
+          "b": torch.arange(8, dtype=torch.float32)}
+    for name, writer in (("hf-torch", HuggingFaceStorageWriter),
+                         ("hf-pin", PinHuggingFaceStorageWriter)):
+        dcp.save(sd, storage_writer=writer(
+            os.path.join(top, name), save_distributed=True,
+            enable_consolidation=True))
+    dist.barrier()
+    out = {}
+    if dist.get_rank() == 0:
+        same_files = []
+        for f in sorted(os.listdir(os.path.join(top, "hf-torch"))):
+            a = os.path.join(top, "hf-torch", f)
+            if os.path.isfile(a):
+                with open(a, "rb") as x, \
+                        open(os.path.join(top, "hf-pin", f), "rb") as y:
+                    same_files.append([f, x.read() == y.read()])
+        out["hf consolidated files"] = same_files
+    got = {"w": distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,
+                                              dtype=torch.float64),
+                                  mesh, [Shard(0)]),
+           "b": torch.zeros(8)}
+    dcp.load(got, storage_reader=PinHuggingFaceStorageReader(
+        os.path.join(top, "hf-pin")))
+    rows = FULL_ROWS // dist.get_world_size()
+    r = dist.get_rank()
+    out["hf rows equal"] = torch.equal(
+        got["w"].to_local(), full()[r * rows:(r + 1) * rows]) and \
+        torch.equal(got["b"], sd["b"])
+    return out
+
+
 def main():
     top = sys.argv[1]
     if not dist.is_initialized():
@@ -229,6 +274,7 @@ def main():
     res.update(sharded(top, sys.argv[2] if len(sys.argv) > 2 else None))
     res.update(staged_async(top, process=False))
     res.update(staged_async(top, process=True))
+    res.update(hf_over_ranks(top))
     dist.barrier()
     dist.destroy_process_group()
     with open(os.path.join(top, "rank-%d.json" % rank), "w") as f:

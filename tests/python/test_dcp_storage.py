@@ -319,8 +319,16 @@ def check_round_trips(top, world, reports):
         assert r["async regions"] == 1
         assert r["async-process saves right"] == 3
         assert r["async-process regions"] == 2
+        # The Hugging Face layout, a shard per rank, consolidated.
+        assert r["hf rows equal"] is True
         assert r["pin read by FileSystemReader"] == []
         assert r["torch read by PinStorageReader"] == []
+    assert reports[0]["hf consolidated files"] == [
+        ["model-00001-of-00001.safetensors", True],
+        ["model.safetensors.index.json", True]]
+    assert names(top / "hf-pin" / "sharded") == [
+        "shard-%05d-model-00001-of-00001.safetensors" % (i + 1)
+        for i in range(world)]
     want = [".metadata"] + ["__%d_0.distcp" % i for i in range(world)]
     assert names(top / "pin") == names(top / "torch") == want
     for name in want[1:]:
