@@ -317,8 +317,9 @@ def check_round_trips(top, world, reports):
         # in DCP's thread and in its checkpoint process.
         assert r["async saves right"] == r["async saves"] == 3
         assert r["async regions"] == 1
-        assert r["async-process saves right"] == 3
-        assert r["async-process regions"] == 2
+        if world > 1:
+            assert r["async-process saves right"] == 3
+            assert r["async-process regions"] == 2
         # The Hugging Face layout, a shard per rank, consolidated.
         assert r["hf rows equal"] is True
         assert r["pin read by FileSystemReader"] == []
