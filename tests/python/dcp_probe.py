@@ -14,6 +14,20 @@ from torch.distributed.checkpoint import FileSystemWriter
 from torch.distributed.checkpoint.planner import WriteItemType
 
 
+def stop_checkpoint_process():
+    """Tell DCP's checkpoint process of this process, if it started one,
+    to stop, and wait for it (torch keeps it for the process's life)."""
+    from torch.distributed.checkpoint import _async_process_executor as ape
+    p = ape._CHECKPOINT_PROCESS
+    if p is None:
+        return
+    ape._CHECKPOINT_PROCESS = None
+    p._send(ape._CheckpointSaveProcessControlOpts.TERMINATE)
+    p._save_process.join(timeout=60)
+    if p._save_process.is_alive():
+        p._save_process.terminate()
+
+
 def _mapping_of(addr):
     with open("/proc/self/maps") as f:
         for line in f:

@@ -37,6 +37,7 @@ from torch.distributed.checkpoint.state_dict import (get_state_dict,
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "libpin", "python"))
+import dcp_probe  # noqa: E402
 from pinmem.dcp import (PinHuggingFaceStorageReader,  # noqa: E402
                         PinHuggingFaceStorageWriter, PinStager,
                         PinStorageReader, PinStorageWriter)
@@ -156,15 +157,6 @@ def sharded(top, reshard_from):
     return out
 
 
-def _stop_checkpoint_process():
-    from torch.distributed.checkpoint import _async_process_executor as ape
-    p = ape._CHECKPOINT_PROCESS
-    if p is not None:
-        ape._CHECKPOINT_PROCESS = None
-        p._send(ape._CheckpointSaveProcessControlOpts.TERMINATE)
-        p._save_process.join(timeout=60)
-
-
 def staged_async(top, process, saves=3):
     """async_save with PinStager of a DTensor (row shards) and a plain
     tensor, the training loop changing both as soon as each save
@@ -205,7 +197,7 @@ def staged_async(top, process, saves=3):
     finally:
         stager.close()
         if process:
-            _stop_checkpoint_process()
+            dcp_probe.stop_checkpoint_process()
     right = 0
     for k in range(saves):
         got = {"w": distribute_tensor(torch.zeros(FULL_ROWS, FULL_COLS,

@@ -57,7 +57,6 @@ def group(dcp, tmp_path_factory):
     process, if one was started, is told to stop."""
     import torch.distributed as dist
     from multiprocessing import resource_tracker
-    from torch.distributed.checkpoint import _async_process_executor as ape
     tracker = resource_tracker._resource_tracker
     tracker_was_running = tracker._fd is not None
     saved = os.environ.get("MASTER_ADDR")
@@ -68,13 +67,8 @@ def group(dcp, tmp_path_factory):
     dist.init_process_group("gloo", init_method="file://%s" % store,
                             rank=0, world_size=1)
     yield
-    p = ape._CHECKPOINT_PROCESS
-    if p is not None:
-        ape._CHECKPOINT_PROCESS = None
-        p._send(ape._CheckpointSaveProcessControlOpts.TERMINATE)
-        p._save_process.join(timeout=60)
-        if p._save_process.is_alive():
-            p._save_process.terminate()
+    import dcp_probe
+    dcp_probe.stop_checkpoint_process()
     dist.destroy_process_group()
     if not tracker_was_running:
         # Starting the checkpoint process (spawn) started multiprocessing's
