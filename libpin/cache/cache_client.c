@@ -61,7 +61,11 @@ static void set_why(char *why, size_t len, const char *text, size_t n)
 	why[n] = '\0';
 }
 
-/* Map the view of a LOAD reply, read-only, as the ck's next view. */
+/*
+ * Map the view of a LOAD reply, read-only, as the ck's next view: 0,
+ * EBUSY (fall back) when the kernel says the region is being taken back,
+ * or -errno.
+ */
 static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
 		    int vfd, char *why, size_t len)
 {
@@ -73,6 +77,12 @@ static int map_view(struct pin_cache_ck *c, const struct cache_rep_load *r,
 		return -ENOMEM;
 	c->views = v;
 	map = mmap(NULL, r->view_length, PROT_READ, MAP_SHARED, vfd, 0);
+	if (map == MAP_FAILED && errno == EBUSY) {
+		/* Evicted after all: past the service's deadline for us. */
+		snprintf(c->how, sizeof(c->how), "private: the service evicted entry %llu before this process mapped it; loaded into this process alone",
+			 (unsigned long long)r->entry_id);
+		return EBUSY;
+	}
 	if (map == MAP_FAILED) {
 		ret = -errno;
 		if (why && len)
@@ -230,7 +240,8 @@ static int refused_heartbeat(const struct cache_call *k, int ret)
  * service is not there to ask or does not answer in time (fall back), or
  * -errno for the file's own failure. The request asks for heartbeats and
  * says it reads aligned images; a service too old to know these flags is
- * asked once more without them.
+ * asked once more without them. The connection stays open until the view
+ * is mapped: until it closes, the service does not evict the entry.
  */
 static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 		       char *why, size_t len)
@@ -245,6 +256,7 @@ static int ask_service(struct pin_cache_ck *c, const char *path, int fd,
 
 	ret = cache_call(path, &k);
 	if (refused_heartbeat(&k, ret)) {
+		cache_call_end(&k);
 		req.flags = 0;
 		ret = cache_call(path, &k);
 	}

@@ -159,6 +159,7 @@ int cache_call(const char *path, struct cache_call *k)
 	int s, n, ret;
 
 	k->rep_fd = -1;
+	k->sock = -1;
 	k->connected = 0;
 	memset(&k->msg, 0, sizeof(k->msg));
 	n = cache_proto_encode(req, sizeof(req), k->type, k->payload,
@@ -178,12 +179,18 @@ int cache_call(const char *path, struct cache_call *k)
 		ret = -ETIMEDOUT;
 	if (!ret)
 		ret = conn_recv(s, k, deadline);
-	close(s);
+	if (ret)
+		close(s);
+	else
+		k->sock = s;
 	return ret;
 }
 
 void cache_call_end(struct cache_call *k)
 {
+	if (k->sock >= 0)
+		close(k->sock);
+	k->sock = -1;
 	if (k->rep_fd >= 0)
 		close(k->rep_fd);
 	k->rep_fd = -1;

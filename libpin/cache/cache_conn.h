@@ -21,8 +21,10 @@
 /*
  * One request and its reply. In: the request (type, payload, the fd it
  * carries or -1) and the deadline. Out: the decoded reply (never a WAIT:
- * those restart the deadline and are read past), its fd or -1, and
- * whether the connection was made (a failure before it: no service).
+ * those restart the deadline and are read past), its fd or -1, whether
+ * the connection was made (a failure before it: no service), and the
+ * connection itself after a reply: the service holds a LOAD's entry
+ * until it closes, so the caller maps the view before cache_call_end.
  */
 struct cache_call {
 	unsigned type;
@@ -33,6 +35,7 @@ struct cache_call {
 	struct cache_msg msg;
 	int rep_fd;
 	int connected;
+	int sock;		/* after a reply, until cache_call_end */
 	uint8_t *rep;		/* msg's text points into it */
 };
 
@@ -47,7 +50,7 @@ int cache_timeout_ms(int opt_ms);
  * 0: k->msg holds it (LOAD, LIST or ERROR, checked by cache_proto_decode);
  * -ETIMEDOUT: the connection was not accepted, or no reply came, within
  * the deadline; other -errno as the socket calls give them. Release
- * with cache_call_end, whatever it returned.
+ * with cache_call_end, whatever it returned, and before calling again.
  */
 int cache_call(const char *path, struct cache_call *k);
 void cache_call_end(struct cache_call *k);
