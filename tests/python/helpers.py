@@ -13,7 +13,7 @@ CACHED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
 
 
 @contextlib.contextmanager
-def cached_service(directory, budget="64M"):
+def cached_service(directory, budget="64M", args=()):
     """A pinmem-cached listening in directory: its socket's path, or None
     when the service is not built. Waits until the socket is there (a
     loaded machine can take seconds to start it, and a test that went on
@@ -23,7 +23,8 @@ def cached_service(directory, budget="64M"):
         return
     sock = os.path.join(str(directory), "cache.sock")
     p = subprocess.Popen([CACHED, "--socket", sock, "--budget", budget,
-                          "--backend", os.environ.get("PIN_BACKEND", "auto")],
+                          "--backend", os.environ.get("PIN_BACKEND", "auto"),
+                          *args],
                          stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

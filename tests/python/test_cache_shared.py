@@ -9,6 +9,7 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -96,6 +97,81 @@ def test_file_errors_raise(service, tmp_path, monkeypatch):
         stnp.load_file(path, shared=True)
 
 
+def _between_reply_and_map(monkeypatch, act):
+    """Run act() once, after the service's reply and before the view is
+    mapped (the loads act makes map theirs at once)."""
+    real = shared._map_view
+    acts = [act]
+
+    def late_map(vfd, entry, vlen):
+        if acts:
+            acts.pop()()
+        return real(vfd, entry, vlen)
+    monkeypatch.setattr(shared, "_map_view", late_map)
+
+
+def test_the_entry_is_held_until_its_view_is_mapped(tmp_path, monkeypatch):
+    """Until the client has mapped the view it keeps its connection, and
+    the service does not evict the entry: a load that needs its room is
+    refused, and the view is the file's bytes."""
+    b, d = _file(tmp_path, "b.st", 2), str(tmp_path / "d.st")
+    subprocess.run(["python3", MKST, d, "5000", "4"], check=True)
+    subprocess.run(["python3", MKST, b, "3072", "2"], check=True)
+    refused = []
+
+    def other_load():
+        with pytest.raises(shared.Unavailable) as e:
+            shared.request(d, sock, 30)
+        refused.append(str(e.value))
+    with cached_service(tmp_path, "8M", ("--user-share", "100")) as sock:
+        _between_reply_and_map(monkeypatch, other_load)
+        image, entry, size, aligned = shared.request(b, sock, 30)
+        got = {n: bytes(u8) for n, _, _, u8 in
+               shared.tensors(image, size, aligned)}
+        want = stnp.load_file(b)
+        assert got == {k: v.tobytes() for k, v in want.items()}
+    assert len(refused) == 1 and "being handed to a client" in refused[0], \
+        refused
+
+
+def test_a_view_evicted_before_it_is_mapped(tmp_path, monkeypatch):
+    """A client slower than --client-timeout loses its hold; once a load
+    evicted the entry the kernel refuses the mapping (device backend) and
+    the load is private, said once; the portable backend's view outlives
+    the eviction."""
+    b, d = _file(tmp_path, "b.st", 2), str(tmp_path / "d.st")
+    subprocess.run(["python3", MKST, d, "5000", "4"], check=True)
+    subprocess.run(["python3", MKST, b, "3072", "2"], check=True)
+    backend = []
+
+    def evict_it():
+        for _ in range(400):
+            listed = _entries(sock)
+            if "evict: yes" in listed:
+                break
+            time.sleep(0.05)
+        backend.append("device" if "device backend" in listed else
+                       "portable")
+        shared.request(d, sock, 30)
+    monkeypatch.setenv("PIN_CACHE_SOCKET", str(tmp_path / "cache.sock"))
+    monkeypatch.setattr(shared, "_warned", [])
+    with cached_service(tmp_path, "8M", ("--user-share", "100",
+                                         "--client-timeout", "1")) as sock:
+        _between_reply_and_map(monkeypatch, evict_it)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = stnp.load_file(b, shared=True)
+        said = [str(x.message) for x in w
+                if issubclass(x.category, RuntimeWarning)]
+    want = stnp.load_file(b)
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    if backend == ["device"]:
+        assert len(said) == 1 and "evicted entry 1 before this process " \
+            "mapped it" in said[0], said
+    else:
+        assert backend == ["portable"] and said == [], (backend, said)
+
+
 @pytest.mark.torch
 def test_torch_shared_read_only(service, tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
@@ -158,7 +234,9 @@ def test_shared_copy_has_every_tensor_on_64_bytes(service, tmp_path,
     assert ", 1 entries," in _entries(service)
     fd = os.open(path, os.O_RDONLY)
     try:
-        data, fds = shared._exchange(service, fd, shared._HEARTBEAT, 5.0)
+        data, fds, s = shared._exchange(service, fd, shared._HEARTBEAT,
+                                        5.0)
+        s.close()
     finally:
         os.close(fd)
     assert not fds

@@ -163,7 +163,9 @@ def _reply(s, path, timeout):
 
 
 def _exchange(path, fd, flags, timeout):
-    """Send a LOAD for fd with flags; (reply packet, its fds)."""
+    """Send a LOAD for fd with flags: (reply packet, its fds, the socket).
+    The caller closes the socket once it has mapped the view: until then
+    the service keeps the entry from eviction."""
     s = _connect(path, timeout)
     try:
         req = _HDR.pack(_MAGIC, 1, _REQ_LOAD, 8, 0) + struct.pack(
@@ -171,15 +173,16 @@ def _exchange(path, fd, flags, timeout):
         try:
             s.sendmsg([req], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                array.array("i", [fd]).tobytes())])
-            return _reply(s, path, timeout)
+            return _reply(s, path, timeout) + (s,)
         except BlockingIOError:
             raise Unavailable("the service at %s did not answer within "
                               "%.1f s" % (path, timeout))
         except OSError as e:
             raise Unavailable("the service at %s failed the request (%s)"
                               % (path, e.strerror))
-    finally:
+    except BaseException:
         s.close()
+        raise
 
 
 def _error(data):
@@ -191,13 +194,25 @@ def _error(data):
 
 
 def _ask(path, fd, timeout):
-    """(entry, file_size, view_length, view fd, flags) for the file open
-    at fd. Heartbeats asked for, aligned images taken; a service from
-    before these refuses the flags (EPROTO, "load request: unknown
-    flags") and is asked once more without them."""
-    data, fds = _exchange(path, fd, _HEARTBEAT | _ALIGNED_OK, timeout)
+    """(entry, file_size, view_length, view fd, flags, socket) for the
+    file open at fd; the caller closes the socket after mapping the view.
+    Heartbeats asked for, aligned images taken; a service from before
+    these refuses the flags (EPROTO, "load request: unknown flags") and
+    is asked once more without them."""
+    data, fds, s = _exchange(path, fd, _HEARTBEAT | _ALIGNED_OK, timeout)
     if _error(data) == (errno.EPROTO, _OLD_SERVICE):
-        data, fds = _exchange(path, fd, 0, timeout)
+        s.close()
+        data, fds, s = _exchange(path, fd, 0, timeout)
+    try:
+        return _load_reply(path, data, fds) + (s,)
+    except BaseException:
+        s.close()
+        raise
+
+
+def _load_reply(path, data, fds):
+    """(entry, file_size, view_length, view fd, flags) of a LOAD reply;
+    Unavailable or SafetensorError for an ERROR one."""
     if len(data) < _HDR.size:
         for f in fds:
             os.close(f)
@@ -229,17 +244,33 @@ def request(filename, sock=None, timeout=None):
     path = socket_path(sock)
     timeout = timeout_of(timeout)
     with _format.open_file(filename) as f:
-        entry, size, vlen, vfd, flags = _ask(path, f.fileno(), timeout)
+        entry, size, vlen, vfd, flags, s = _ask(path, f.fileno(), timeout)
+    try:
+        image = _map_view(vfd, entry, vlen)
+    finally:
+        os.close(vfd)
+        s.close()
+    aligned = bool(flags & _LOAD_ALIGNED)
+    return image[:vlen if aligned else size], entry, size, aligned
+
+
+def _map_view(vfd, entry, vlen):
+    """The view, read-only: through libpin where this process can take
+    the fd, else mapped plainly. Unavailable where the kernel refuses it
+    (EBUSY: the region donated, the entry evicted after all, as it is for
+    a process slower than the service's --client-timeout)."""
     try:
         image = _pinned_image(vfd, entry)
         if image is None:
             m = mmap.mmap(vfd, vlen, flags=mmap.MAP_SHARED,
                           prot=mmap.PROT_READ)
             image = np.frombuffer(m, np.uint8, vlen)
-    finally:
-        os.close(vfd)
-    aligned = bool(flags & _LOAD_ALIGNED)
-    return image[:vlen if aligned else size], entry, size, aligned
+    except OSError as e:
+        if e.errno != errno.EBUSY:
+            raise
+        raise Unavailable("the service evicted entry %d before this "
+                          "process mapped it" % entry) from None
+    return image
 
 
 def _pinned_image(vfd, entry):
