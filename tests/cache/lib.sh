@@ -48,10 +48,13 @@ start() { # [service options...]
 	srv=$!
 	for _ in $(seq 50); do "$cached" --list --socket "$sock" >/dev/null 2>&1 && return; sleep 0.1; done
 }
-# Wait (up to 10 s) until FILE holds a client's "how:" line.
-ready() { for _ in $(seq 200); do grep -q '^how:' "$1" 2>/dev/null && return; sleep 0.05; done; }
+# Wait (up to 10 s) until FILE holds a line matching PATTERN (a client's
+# "how:" line unless given).
+ready() { for _ in $(seq 200); do grep -q "${2:-^how:}" "$1" 2>/dev/null && return; sleep 0.05; done; }
 stop() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; srv=; rm -f "$sock"; }
 list() { "$cached" --list --socket "$sock"; }
+# Wait (up to 10 s) until the service's list holds TEXT.
+listed() { for _ in $(seq 100); do [[ $(list) == *"$1"* ]] && return; sleep 0.1; done; }
 get() { "$client" --socket "$sock" "$@"; }
 # At exit: the service stopped, a folder made here removed.
 finish() { stop; [ -z "$own_work" ] || rm -rf "$work"; }

@@ -47,9 +47,9 @@ def service(tmp_path):
         yield sock
 
 
-def _file(tmp_path, name="m.safetensors", seed=3):
+def _file(tmp_path, name="m.safetensors", seed=3, kib=64):
     path = str(tmp_path / name)
-    subprocess.run(["python3", MKST, path, "64", str(seed)], check=True)
+    subprocess.run(["python3", MKST, path, str(kib), str(seed)], check=True)
     return path
 
 
@@ -114,9 +114,7 @@ def test_the_entry_is_held_until_its_view_is_mapped(tmp_path, monkeypatch):
     """Until the client has mapped the view it keeps its connection, and
     the service does not evict the entry: a load that needs its room is
     refused, and the view is the file's bytes."""
-    b, d = _file(tmp_path, "b.st", 2), str(tmp_path / "d.st")
-    subprocess.run(["python3", MKST, d, "5000", "4"], check=True)
-    subprocess.run(["python3", MKST, b, "3072", "2"], check=True)
+    b, d = _file(tmp_path, "b.st", 2, 3072), _file(tmp_path, "d.st", 4, 5000)
     refused = []
 
     def other_load():
@@ -139,9 +137,7 @@ def test_a_view_evicted_before_it_is_mapped(tmp_path, monkeypatch):
     evicted the entry the kernel refuses the mapping (device backend) and
     the load is private, said once; the portable backend's view outlives
     the eviction."""
-    b, d = _file(tmp_path, "b.st", 2), str(tmp_path / "d.st")
-    subprocess.run(["python3", MKST, d, "5000", "4"], check=True)
-    subprocess.run(["python3", MKST, b, "3072", "2"], check=True)
+    b, d = _file(tmp_path, "b.st", 2, 3072), _file(tmp_path, "d.st", 4, 5000)
     backend = []
 
     def evict_it():
