@@ -4,6 +4,10 @@
     RANK=r WORLD_SIZE=n MASTER_ADDR=127.0.0.1 MASTER_PORT=p \
         python dcp_ranks.py DIR [RESHARD_FROM]
 
+or run_rank() in a process forked from one that imported this module
+(test_dcp_storage's fork server: torch imported once, not once a rank,
+which under an emulator is a minute a process).
+
 Each rank trains a small Transformer layer one Adam step (the same on
 every rank), saves model and optimizer state (get_state_dict) with
 PinStorageWriter to DIR/pin and with torch's FileSystemWriter to
@@ -17,8 +21,8 @@ own DIR/shard into a DTensor sharded by columns (Shard(1)). Then async
 saves staged by PinStager (DIR/async-K), of a DTensor and a plain
 tensor changed as soon as each save returns: every checkpoint holds its
 own step's values, each rank's saves reuse one region; and, over more
-than one rank, the same in
-DCP's checkpoint processes (DIR/async-process-K: the storage writer
+than one rank and unless told not to, the same in DCP's checkpoint
+processes (DIR/async-process-K: the storage writer
 pickled to each, two regions a rank). Last, DCP's Hugging Face layout
 over the ranks (save_distributed, consolidated) by pinmem's writer and
 torch's, DIR/hf-pin and DIR/hf-torch. Rank r writes DIR/rank-r.json:
@@ -257,7 +261,7 @@ def hf_over_ranks(top):
     return out
 
 
-def main():
+def main(process_saves=True):
     top = sys.argv[1]
     if not dist.is_initialized():
         dist.init_process_group("gloo")
@@ -266,7 +270,7 @@ def main():
     res.update(model_round_trips(top))
     res.update(sharded(top, sys.argv[2] if len(sys.argv) > 2 else None))
     res.update(staged_async(top, process=False))
-    if dist.get_world_size() > 1:
+    if process_saves and dist.get_world_size() > 1:
         # One rank in-process (test_one_rank) leaves DCP's checkpoint
         # process to test_dcp_process.py: its spawn imports torch again.
         res.update(staged_async(top, process=True))
@@ -275,6 +279,22 @@ def main():
     dist.destroy_process_group()
     with open(os.path.join(top, "rank-%d.json" % rank), "w") as f:
         json.dump(res, f)
+
+
+def run_rank(env, argv, log, process_saves=True):
+    """main() in a fresh process of a fork server: env (RANK, WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT) set, argv as the command line's, its
+    output to the file log; process_saves: the async saves in DCP's
+    checkpoint process too."""
+    os.environ.update(env)
+    sys.argv = ["dcp_ranks.py"] + argv
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    main(process_saves)
 
 
 if __name__ == "__main__":
