@@ -15,7 +15,8 @@ DCP's Hugging Face layout: torch's HuggingFaceStorageWriter with a kept
 DefaultStager, pinmem.dcp's stager and PinHuggingFaceStorageWriter),
 fio (sequential O_DIRECT writes of the same bytes, io_uring: the disk's
 pace). Per row: the time the loop is blocked
-per save (until save/async_save returns), the time until the save is on
+per save (until save/async_save returns; the median, and the fastest
+and slowest save), the time until the save is on
 disk, the write rate (bytes over the time on disk), the staging memory
 (the process's anonymous resident growth over the run plus pinmem's
 staging region, against the state dict's size) and CPU seconds per GB.
@@ -161,6 +162,7 @@ def run_row(row, sd, nbytes, saves, d, step_s):
     durable.sort()
     return {
         "blocked_s": blocked[len(blocked) // 2],
+        "blocked_range": "%.3f-%.3f" % (blocked[0], blocked[-1]),
         "durable_s": durable[len(durable) // 2],
         "write_gbps": nbytes / durable[len(durable) // 2] / 1e9,
         "staging_x": max(growth, 0) / nbytes,
@@ -217,8 +219,9 @@ def main():
             step = 2 * (time.monotonic() - t0)
         print("state dict %.3g GiB, %d saves per row, %.2f s of training "
               "between saves, in %s" % (g, a.saves, step, a.dir))
-        print("  %-9s %10s %10s %9s %9s %9s" % (
-            "row", "blocked s", "durable s", "GB/s", "staging", "CPU s/GB"))
+        print("  %-10s %10s %12s %10s %9s %9s %9s" % (
+            "row", "blocked s", "(min-max)", "durable s", "GB/s", "staging",
+            "CPU s/GB"))
         for row in rows:
             shutil.rmtree(a.dir, ignore_errors=True)
             os.makedirs(a.dir)
@@ -228,8 +231,9 @@ def main():
             except (ImportError, AttributeError) as e:
                 r = {"error": str(e)}
             results["%g:%s" % (g, row)] = r
-            print("  %-9s %10s %10s %9s %9s %9s" % (
-                row, fmt(r, "blocked_s", "%.3f"), fmt(r, "durable_s", "%.3f"),
+            print("  %-10s %10s %12s %10s %9s %9s %9s" % (
+                row, fmt(r, "blocked_s", "%.3f"),
+                fmt(r, "blocked_range", "%s"), fmt(r, "durable_s", "%.3f"),
                 fmt(r, "write_gbps", "%.2f"), fmt(r, "staging_x", "%.2fx"),
                 fmt(r, "cpu_s_per_gb", "%.2f")) +
                 ("  (%s)" % r["error"] if r and "error" in r else ""))

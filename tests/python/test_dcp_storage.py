@@ -311,9 +311,17 @@ def rank_server():
     does not take the caller's sys.path, so it preloads what the venv
     holds; each rank imports dcp_ranks and pinmem.dcp itself."""
     import multiprocessing
+    from multiprocessing import forkserver
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
-    return ctx
+    yield ctx
+    # Stopped and waited for here, not left to notice pytest's exit: its
+    # interpreter, torch and all, takes seconds to go under the emulator,
+    # after the suite's end. _stop is the one way the module offers (its
+    # own tests use it); without it the server still ends with pytest.
+    stop = getattr(forkserver._forkserver, "_stop", None)
+    if stop is not None:
+        stop()
 
 
 def run_ranks(ctx, world, top, *args):
