@@ -309,7 +309,10 @@ def rank_server():
     emulator). The server forks from a process that has only imported,
     with no threads or OpenMP pool to inherit. Python 3.11's server
     does not take the caller's sys.path, so it preloads what the venv
-    holds; each rank imports dcp_ranks and pinmem.dcp itself."""
+    holds; each rank imports dcp_ranks and pinmem.dcp itself.
+    Not forked.py's fork of the test process: in the guest's suite that
+    process has imported JAX, whose threads make forking it unsafe, so
+    forked.py would start a new interpreter after all."""
     import multiprocessing
     from multiprocessing import forkserver
     ctx = multiprocessing.get_context("forkserver")
